@@ -1,0 +1,10 @@
+#pragma once
+// Subcommands of the `kbrl` program. Each add_* registers its options and callback on the app.
+#include <CLI/CLI.hpp>
+
+namespace kbrl::cli {
+
+void add_tasks_command(CLI::App& app);
+void add_splits_command(CLI::App& app);
+
+}  // namespace kbrl::cli

@@ -1,0 +1,49 @@
+# The one place where kbrl's targets get their shared settings and where tests, experiments and
+# benchmarks are registered with their labels and timeouts.
+
+# Warnings live on one interface target; every kbrl target links it privately.
+add_library(kbrl_warnings INTERFACE)
+target_compile_options(kbrl_warnings INTERFACE -Wall -Wextra -Wno-unused-parameter)
+target_compile_features(kbrl_warnings INTERFACE cxx_std_20)
+
+# Is the libtorch we build against able to run on CUDA? (Debian's 1.13 is CPU-only.)
+set(KBRL_TORCH_CUDA OFF)
+if(TARGET torch_cuda OR TORCH_CUDA_LIBRARIES)
+  set(KBRL_TORCH_CUDA ON)
+endif()
+message(STATUS "kbrl: libtorch ${Torch_VERSION} (CUDA: ${KBRL_TORCH_CUDA})")
+
+# kbrl_use_torch(target): link libtorch and precompile its header for that target.
+# Keep the number of translation units that include torch small: each costs seconds to compile.
+function(kbrl_use_torch target)
+  target_link_libraries(${target} PUBLIC ${TORCH_LIBRARIES})
+  target_include_directories(${target} SYSTEM PUBLIC ${TORCH_INCLUDE_DIRS})
+  if(TORCH_CXX_FLAGS)
+    separate_arguments(_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
+    target_compile_options(${target} PUBLIC ${_torch_flags})
+  endif()
+  if(KBRL_TORCH_CUDA)
+    target_compile_definitions(${target} PUBLIC KBRL_TORCH_CUDA=1)
+  endif()
+  target_precompile_headers(${target} PRIVATE <torch/torch.h>)
+endfunction()
+
+# kbrl_add_test(NAME name SOURCES ... [LIBS ...] [LABELS ...] [TIMEOUT s] [TORCH])
+# A GoogleTest executable registered with CTest, one CTest entry per executable.
+# GPU tests call GTEST_SKIP when no GPU is present; SKIP_REGULAR_EXPRESSION turns that into a CTest skip.
+function(kbrl_add_test)
+  cmake_parse_arguments(T "TORCH" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 600)
+  endif()
+  add_executable(${T_NAME} ${T_SOURCES})
+  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main kbrl_warnings)
+  if(T_TORCH)
+    kbrl_use_torch(${T_NAME})
+  endif()
+  add_test(NAME ${T_NAME} COMMAND ${T_NAME} --gtest_brief=1)
+  set_tests_properties(${T_NAME} PROPERTIES
+    LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
+    SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\] [0-9]+ test.*, listed below"
+    ENVIRONMENT "KBRL_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+endfunction()

@@ -1,0 +1,35 @@
+#pragma once
+// Runs the `kbrl` program built by this tree and captures its exit status and output.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace kbrl::testing {
+
+struct CliResult {
+  int status = -1;     // exit status
+  std::string output;  // stdout and stderr together
+};
+
+inline CliResult run_cli(const std::string& args) {
+  CliResult result;
+  const std::string command = std::string(KBRL_CLI) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return result;
+  std::array<char, 4096> buffer{};
+  size_t n = 0;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
+  const int raw = pclose(pipe);
+  result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return result;
+}
+
+inline int count_lines(const std::string& text) {
+  int lines = 0;
+  for (char c : text) lines += c == '\n';
+  return lines;
+}
+
+}  // namespace kbrl::testing
