@@ -1,0 +1,2 @@
+// Being written.
+#include "reference_testing.h"
