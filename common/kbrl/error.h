@@ -5,6 +5,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join lives here since fmt 11 (libtorch 2.x bundles fmt 12)
 
 namespace kbrl {
 
