@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <kbrl/csv.h>
+
 #include "commands.h"
 #include "reference/splits.h"
 #include "reference/task_registry.h"
@@ -21,13 +23,6 @@ std::string shapes(const std::vector<TensorSpec>& tensors) {
     parts.push_back(part);
   }
   return fmt::format("{}", fmt::join(parts, ";"));
-}
-
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
 }
 
 struct TasksOptions {
@@ -50,10 +45,10 @@ void run_tasks(const TasksOptions& opt) {
   if (opt.csv) {
     std::cout << "id,name,family,split,scale,inputs,outputs,parameters,flops,min_bytes\n";
     for (const auto& t : specs) {
-      std::cout << fmt::format("{},{},{},{},{},{},{},{},{:.0f},{:.0f}\n", t.id, csv_field(t.name),
+      std::cout << fmt::format("{},{},{},{},{},{},{},{},{:.0f},{:.0f}\n", t.id, csv::field(t.name),
                                to_string(t.family), train_eval.at(t.id), to_string(t.scale),
-                               csv_field(shapes(t.inputs)), csv_field(shapes(t.outputs)),
-                               csv_field(shapes(t.parameters)), t.flops, t.min_bytes);
+                               csv::field(shapes(t.inputs)), csv::field(shapes(t.outputs)),
+                               csv::field(shapes(t.parameters)), t.flops, t.min_bytes);
     }
     return;
   }

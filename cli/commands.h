@@ -6,5 +6,6 @@ namespace kbrl::cli {
 
 void add_tasks_command(CLI::App& app);
 void add_splits_command(CLI::App& app);
+void add_time_reference_command(CLI::App& app);
 
 }  // namespace kbrl::cli

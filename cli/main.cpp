@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   kbrl::cli::add_tasks_command(app);
   kbrl::cli::add_splits_command(app);
+  kbrl::cli::add_time_reference_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -19,6 +20,9 @@ int main(int argc, char** argv) {
   } catch (const kbrl::InputError& e) {
     std::fprintf(stderr, "kbrl: error: %s\n", e.what());
     return 2;
+  } catch (const kbrl::Error& e) {
+    std::fprintf(stderr, "kbrl: error: %s\n", e.what());
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kbrl: internal error: %s\n", e.what());
     return 3;

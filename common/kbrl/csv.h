@@ -1,0 +1,46 @@
+#pragma once
+// Minimal CSV (RFC 4180) quoting and line splitting, shared by every CSV kbrl reads or writes.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kbrl::csv {
+
+/// The field as written in a CSV line: quoted (with doubled quotes) when it holds , " or a newline.
+inline std::string field(std::string_view text) {
+  if (text.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(text);
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
+/// Splits one CSV line (no embedded newlines) into its fields, undoing the quoting.
+inline std::vector<std::string> split_line(std::string_view line) {
+  std::vector<std::string> fields(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        fields.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        fields.back() += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      fields.emplace_back();
+    } else if (c != '\r') {
+      fields.back() += c;
+    }
+  }
+  return fields;
+}
+
+}  // namespace kbrl::csv
