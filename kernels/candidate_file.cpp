@@ -1,0 +1,389 @@
+#include "candidate_file.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <climits>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <kbrl/error.h>
+
+#include "expression.h"
+#include "scaffold.h"
+
+namespace kbrl {
+namespace {
+
+/// An error at one line; rethrown with the file name and line number by the parser.
+struct LineError {
+  std::string what;
+};
+
+[[noreturn]] void fail(std::string what) { throw LineError{std::move(what)}; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+/// Splits at `sep` outside parentheses (sep == ' ' splits at any run of whitespace).
+std::vector<std::string> split_top_level(std::string_view s, char sep) {
+  std::vector<std::string> parts;
+  std::string current;
+  int depth = 0;
+  for (const char c : s) {
+    const bool at_sep = sep == ' ' ? std::isspace(static_cast<unsigned char>(c)) != 0 : c == sep;
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if (at_sep && depth == 0) {
+      if (sep != ' ' || !current.empty()) parts.push_back(current);
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  if (sep != ' ' || !current.empty()) parts.push_back(current);
+  return parts;
+}
+
+/// `<head> key=value key=value`: whitespace separates fields, except inside parentheses; a field
+/// without '=' continues the previous value (so `grid=1 + 2` and `args=in:x, out:y` both work).
+struct Fields {
+  std::vector<std::string> heads;  // fields before the first key=value
+  std::map<std::string, std::string> values;
+};
+
+Fields parse_fields(std::string_view rest, std::initializer_list<std::string_view> keys) {
+  Fields fields;
+  std::string* last = nullptr;
+  for (auto& token : split_top_level(rest, ' ')) {
+    const auto eq = token.find('=');
+    const bool is_key = eq != std::string::npos && eq > 0 &&
+                        std::all_of(token.begin(), token.begin() + static_cast<long>(eq),
+                                    [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
+    if (!is_key) {
+      if (last) {
+        *last += token;
+      } else {
+        fields.heads.push_back(token);
+      }
+      continue;
+    }
+    std::string key = token.substr(0, eq);
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      std::string legal;
+      for (auto k : keys) legal += (legal.empty() ? "" : ", ") + std::string(k);
+      fail(fmt::format("unknown key '{}' (expected {})", key, legal));
+    }
+    auto [it, inserted] = fields.values.emplace(key, token.substr(eq + 1));
+    if (!inserted) fail(fmt::format("'{}' given twice", key));
+    last = &it->second;
+  }
+  return fields;
+}
+
+int64_t eval(std::string_view text, const TaskSpec& task) {
+  try {
+    return evaluate_expression(text, task);
+  } catch (const InputError& e) {
+    fail(e.what());
+  }
+}
+
+/// 1 to 3 comma-separated expressions, each within [1, limit of that axis].
+Dim3 parse_dim3(const std::string& key, const std::string& text, const TaskSpec& task,
+                const int64_t (&limits)[3]) {
+  const auto parts = split_top_level(text, ',');
+  if (text.empty() || parts.size() > 3)
+    fail(fmt::format("{}= takes 1 to 3 comma-separated expressions, got '{}'", key, text));
+  uint32_t v[3] = {1, 1, 1};
+  const char* axis = "xyz";
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const int64_t value = eval(parts[i], task);
+    if (value <= 0)
+      fail(fmt::format("{}.{} is {} ('{}'): every {} dimension must be at least 1", key, axis[i],
+                       value, trim(parts[i]), key));
+    if (value > limits[i])
+      fail(fmt::format("{}.{} is {} ('{}'): CUDA allows at most {}", key, axis[i], value,
+                       trim(parts[i]), limits[i]));
+    v[i] = static_cast<uint32_t>(value);
+  }
+  return {v[0], v[1], v[2]};
+}
+
+uint32_t parse_smem(const std::string& text, const TaskSpec& task) {
+  const int64_t value = eval(text, task);
+  if (value < 0 || value > UINT32_MAX) fail(fmt::format("smem is {}: must be 0..{}", value, UINT32_MAX));
+  return static_cast<uint32_t>(value);
+}
+
+struct PendingLaunch {
+  int line = 0;
+  Launch launch;
+  std::vector<std::string> args;  // resolved once every scratch line has been read
+};
+
+int find_index(const std::vector<TensorSpec>& tensors, std::string_view name) {
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (tensor_name_matches(tensors[i].name, name)) return static_cast<int>(i);
+  return -1;
+}
+
+std::string names_of(const auto& items) {
+  std::string names;
+  for (const auto& item : items) names += (names.empty() ? "" : ", ") + item.name;
+  return names.empty() ? "none" : names;
+}
+
+KernelArg resolve_arg(std::string_view arg, const TaskSpec& task, const Candidate& candidate) {
+  const auto colon = arg.find(':');
+  if (colon == std::string_view::npos)
+    fail(fmt::format("argument '{}' has no kind (in:, param:, out:, scratch:, scalar:, f32:, "
+                     "i32:, i64:)", arg));
+  const std::string_view kind = arg.substr(0, colon);
+  const std::string_view value = trim(arg.substr(colon + 1));
+  auto tensor_arg = [&](ArgKind k, const std::vector<TensorSpec>& group, const char* what) {
+    const int index = find_index(group, value);
+    if (index < 0)
+      fail(fmt::format("unknown {} '{}' in '{}' (task {} {}s: {})", what, value, arg, task.id, what,
+                       names_of(group)));
+    return KernelArg{k, index};
+  };
+  if (kind == "in") return tensor_arg(ArgKind::input, task.inputs, "input");
+  if (kind == "param") return tensor_arg(ArgKind::parameter, task.parameters, "parameter");
+  if (kind == "out") return tensor_arg(ArgKind::output, task.outputs, "output");
+  if (kind == "scratch" || kind == "scalar") {
+    const bool scratch = kind == "scratch";
+    const size_t n = scratch ? candidate.scratch.size() : task.scalars.size();
+    for (size_t i = 0; i < n; ++i) {
+      const std::string& name = scratch ? candidate.scratch[i].name : task.scalars[i].name;
+      if (name == value) return {scratch ? ArgKind::scratch : ArgKind::task_scalar, static_cast<int>(i)};
+    }
+    fail(fmt::format("unknown {} '{}' in '{}' (declared: {})", kind, value, arg,
+                     scratch ? names_of(candidate.scratch) : names_of(task.scalars)));
+  }
+  if (kind == "f32") {
+    KernelArg out{ArgKind::f32};
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out.value);
+    if (value.empty() || ec != std::errc() || end != value.data() + value.size())
+      fail(fmt::format("bad number '{}' in '{}'", value, arg));
+    return out;
+  }
+  if (kind == "i32" || kind == "i64") {
+    KernelArg out{kind == "i32" ? ArgKind::i32 : ArgKind::i64};
+    out.ivalue = eval(value, task);
+    if (kind == "i32" && (out.ivalue < INT32_MIN || out.ivalue > INT32_MAX))
+      fail(fmt::format("'{}' is {}, outside the int32 range", arg, out.ivalue));
+    return out;
+  }
+  fail(fmt::format("unknown argument kind '{}' in '{}' (in, param, out, scratch, scalar, f32, i32, "
+                   "i64)", kind, arg));
+}
+
+bool is_identifier(std::string_view s) {
+  return !s.empty() && !std::isdigit(static_cast<unsigned char>(s[0])) &&
+         std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+/// Does `source` mention `name` as a whole identifier?
+bool mentions(std::string_view source, std::string_view name) {
+  for (size_t pos = source.find(name); pos != std::string_view::npos;
+       pos = source.find(name, pos + 1)) {
+    auto is_id = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    const bool left = pos == 0 || !is_id(source[pos - 1]);
+    const bool right = pos + name.size() >= source.size() || !is_id(source[pos + name.size()]);
+    if (left && right) return true;
+  }
+  return false;
+}
+
+/// The directive of a line (`// kbrl: <rest>`), or nullopt for ordinary source.
+std::optional<std::string_view> directive(std::string_view line) {
+  line = trim(line);
+  if (line.substr(0, 2) != "//") return std::nullopt;
+  line = trim(line.substr(2));
+  if (line.substr(0, 5) != "kbrl:") return std::nullopt;
+  return trim(line.substr(5));
+}
+
+constexpr int64_t kGridLimits[3] = {2147483647, 65535, 65535};
+constexpr int64_t kBlockLimits[3] = {1024, 1024, 64};
+
+class FileParser {
+ public:
+  FileParser(std::string_view text, const TaskSpec& task) : text_(text), task_(task) {}
+
+  Candidate parse(std::string_view file_name) {
+    candidate_.task_id = task_.id;
+    size_t offset = 0;
+    for (int number = 1; offset <= text_.size() && !scaffold_line_; ++number) {
+      const size_t end = std::min(text_.find('\n', offset), text_.size());
+      const std::string_view line = text_.substr(offset, end - offset);
+      line_ = number;
+      line_begin_ = offset;
+      line_end_ = end;
+      try {
+        if (auto rest = directive(line)) handle(*rest, file_name);
+      } catch (const LineError& e) {
+        throw InputError(fmt::format("{}:{}: {}", file_name, number, e.what));
+      }
+      offset = end + 1;
+    }
+    if (scaffold_line_) {
+      // Everything after the scaffold line is the body: a directive there would be silently
+      // ignored, so it is an error.
+      for (int number = line_ + 1; offset <= text_.size(); ++number) {
+        const size_t end = std::min(text_.find('\n', offset), text_.size());
+        if (directive(text_.substr(offset, end - offset)))
+          throw InputError(fmt::format("{}:{}: kbrl directives must come before 'scaffold' (line {})",
+                                       file_name, number, *scaffold_line_));
+        offset = end + 1;
+      }
+      return candidate_;
+    }
+    candidate_.source = std::string(text_);
+    if (pending_.empty())
+      throw InputError(fmt::format("{}: no launch: add a `// kbrl: launch <kernel> grid=... "
+                                   "block=... args=...` line or a `// kbrl: scaffold` line",
+                                   file_name));
+    for (auto& pending : pending_) {
+      try {
+        for (const auto& arg : pending.args)
+          pending.launch.args.push_back(resolve_arg(trim(arg), task_, candidate_));
+      } catch (const LineError& e) {
+        throw InputError(fmt::format("{}:{}: {}", file_name, pending.line, e.what));
+      }
+      candidate_.launches.push_back(std::move(pending.launch));
+    }
+    return candidate_;
+  }
+
+ private:
+  void handle(std::string_view rest, std::string_view file_name) {
+    const auto space = rest.find_first_of(" \t");
+    const std::string_view kind = rest.substr(0, space);
+    const std::string_view args = space == std::string_view::npos ? "" : trim(rest.substr(space));
+    if (kind == "option") {
+      const auto options = split_top_level(args, ' ');
+      if (options.empty()) fail("'option' needs a compile option, e.g. `// kbrl: option -lineinfo`");
+      for (const auto& o : options) candidate_.options.push_back(o);
+    } else if (kind == "launch") {
+      launch(args);
+    } else if (kind == "scratch") {
+      scratch(args);
+    } else if (kind == "scaffold") {
+      scaffold_rest(args, file_name);
+    } else {
+      fail(fmt::format("unknown kbrl directive '{}' (expected launch, scratch, option or scaffold)",
+                       kind));
+    }
+  }
+
+  void launch(std::string_view args) {
+    Fields f = parse_fields(args, {"grid", "block", "smem", "args"});
+    if (f.heads.size() != 1)
+      fail("'launch' takes one kernel name: `// kbrl: launch <kernel> grid=... block=... args=...`");
+    const std::string& kernel = f.heads.front();
+    if (!is_identifier(kernel)) fail(fmt::format("bad kernel name '{}'", kernel));
+    if (kernel.rfind("_Z", 0) != 0 && !mentions(without_directives(), kernel))
+      fail(fmt::format("kernel '{}' does not appear in the source", kernel));
+    for (const char* key : {"grid", "block", "args"})
+      if (!f.values.count(key)) fail(fmt::format("'launch' needs {}=", key));
+    PendingLaunch pending{line_, {}, {}};
+    pending.launch.kernel = kernel;
+    pending.launch.grid = parse_dim3("grid", f.values["grid"], task_, kGridLimits);
+    pending.launch.block = parse_dim3("block", f.values["block"], task_, kBlockLimits);
+    const Dim3& b = pending.launch.block;
+    if (int64_t{b.x} * b.y * b.z > 1024)
+      fail(fmt::format("block has {} threads: CUDA allows at most 1024", int64_t{b.x} * b.y * b.z));
+    if (f.values.count("smem")) pending.launch.shared_bytes = parse_smem(f.values["smem"], task_);
+    pending.args = split_top_level(f.values["args"], ',');
+    for (const auto& a : pending.args)
+      if (trim(a).empty()) fail(fmt::format("empty argument in 'args={}'", f.values["args"]));
+    pending_.push_back(std::move(pending));
+  }
+
+  void scratch(std::string_view args) {
+    Fields f = parse_fields(args, {"bytes"});
+    if (f.heads.size() != 1 || !is_identifier(f.heads.front()))
+      fail("'scratch' takes one name: `// kbrl: scratch <name> bytes=<e>`");
+    if (!f.values.count("bytes")) fail("'scratch' needs bytes=");
+    for (const auto& s : candidate_.scratch)
+      if (s.name == f.heads.front()) fail(fmt::format("scratch '{}' declared twice", s.name));
+    const int64_t bytes = eval(f.values["bytes"], task_);
+    if (bytes <= 0) fail(fmt::format("scratch '{}' has {} bytes: must be at least 1", f.heads.front(), bytes));
+    candidate_.scratch.push_back({f.heads.front(), bytes});
+  }
+
+  void scaffold_rest(std::string_view args, std::string_view file_name) {
+    if (!pending_.empty()) fail("'scaffold' cannot be combined with 'launch'");
+    if (!candidate_.scratch.empty()) fail("'scaffold' cannot be combined with 'scratch'");
+    Fields f = parse_fields(args, {"block", "grid", "smem"});
+    if (!f.heads.empty()) fail(fmt::format("unexpected '{}' after 'scaffold'", f.heads.front()));
+    ScaffoldOptions options;
+    const int64_t max_grid[3] = {kScaffoldMaxGrid, 1, 1};
+    if (f.values.count("block")) options.block = parse_dim3("block", f.values["block"], task_, {1024, 1, 1}).x;
+    if (f.values.count("grid")) options.grid = parse_dim3("grid", f.values["grid"], task_, max_grid).x;
+    if (f.values.count("smem")) options.shared_bytes = parse_smem(f.values["smem"], task_);
+    options.options = candidate_.options;
+    options.file_name = std::string(file_name);
+    options.helpers = std::string(text_.substr(0, line_begin_));
+    options.helpers_first_line = 1;
+    options.body_first_line = line_ + 1;
+    const std::string_view body = line_end_ < text_.size() ? text_.substr(line_end_ + 1) : "";
+    try {
+      candidate_ = kbrl::scaffold(task_, body, options);
+    } catch (const InputError& e) {
+      fail(e.what());
+    }
+    scaffold_line_ = line_;
+  }
+
+  const std::string& without_directives() {
+    if (code_.empty()) {
+      size_t offset = 0;
+      while (offset <= text_.size()) {
+        const size_t end = std::min(text_.find('\n', offset), text_.size());
+        const std::string_view line = text_.substr(offset, end - offset);
+        if (!directive(line)) code_.append(line).append("\n");
+        offset = end + 1;
+      }
+    }
+    return code_;
+  }
+
+  std::string_view text_;
+  const TaskSpec& task_;
+  Candidate candidate_;
+  std::vector<PendingLaunch> pending_;
+  std::string code_;
+  int line_ = 0;
+  size_t line_begin_ = 0;  // the current line's first character
+  size_t line_end_ = 0;    // its '\n' (or the end of the text)
+  std::optional<int> scaffold_line_;
+};
+
+}  // namespace
+
+Candidate parse_candidate_file(std::string_view text, const TaskSpec& task,
+                               std::string_view file_name) {
+  return FileParser(text, task).parse(file_name);
+}
+
+Candidate load_candidate_file(const std::filesystem::path& path, const TaskSpec& task) {
+  std::ifstream in(path, std::ios::binary);
+  KBRL_CHECK_INPUT(in.good(), "cannot read candidate file '{}'", path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  KBRL_CHECK_INPUT(!in.bad(), "error reading candidate file '{}'", path.string());
+  return parse_candidate_file(text.str(), task, path.filename().string());
+}
+
+}  // namespace kbrl
