@@ -1,0 +1,179 @@
+#include "compile.h"
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+
+#include <kbrl/error.h>
+
+#include "compile_cache.h"
+#include "compile_child.h"
+#include "compile_flags.h"
+#include "nvrtc_check.h"
+#include "source_scan.h"
+
+namespace kbrl {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+bool has_cuda_headers(const fs::path& dir) {
+  std::error_code ec;
+  return !dir.empty() && fs::exists(dir / "cuda_fp16.h", ec);
+}
+
+std::string find_cuda_include_dir() {
+  for (const char* var : {"KBRL_CUDA_INCLUDE_DIR", "CUDA_HOME", "CUDA_PATH"}) {
+    const char* value = std::getenv(var);
+    if (!value || !*value) continue;
+    const fs::path dir = std::string_view(var) == "KBRL_CUDA_INCLUDE_DIR" ? fs::path(value)
+                                                                           : fs::path(value) / "include";
+    if (has_cuda_headers(dir)) return dir.string();
+  }
+  // Next to the NVRTC library this process uses: <toolkit>/lib64/libnvrtc.so -> <toolkit>/include.
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) != 0 && info.dli_fname) {
+    std::error_code ec;
+    const fs::path lib = fs::canonical(info.dli_fname, ec);
+    if (!ec) {
+      for (const fs::path& dir : {lib.parent_path().parent_path() / "include",
+                                 lib.parent_path().parent_path().parent_path() / "include"}) {
+        if (has_cuda_headers(dir)) return dir.string();
+      }
+    }
+  }
+  return has_cuda_headers("/usr/local/cuda/include") ? "/usr/local/cuda/include" : "";
+}
+
+const std::string& cached_nvrtc_version() {
+  static const std::string version = nvrtc_version();
+  return version;
+}
+
+/// The first line of NVRTC's log that reports an error (or the first line at all).
+std::string first_error_line(const std::string& log) {
+  std::string first;
+  size_t offset = 0;
+  while (offset < log.size()) {
+    const size_t end = std::min(log.find('\n', offset), log.size());
+    const std::string line = log.substr(offset, end - offset);
+    offset = end + 1;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (line.find("error") != std::string::npos) return line;
+    if (first.empty()) first = line;
+  }
+  return first.empty() ? "NVRTC compilation failed (empty log)" : first;
+}
+
+/// Why compiled PTX may not run in the evaluator, or "". Device printf (vprintf) would flood the
+/// worker's output and slow every launch to a crawl.
+std::string forbidden_ptx(std::string_view ptx) {
+  for (size_t pos = ptx.find("vprintf"); pos != std::string_view::npos; pos = ptx.find("vprintf", pos + 1)) {
+    const size_t line_start = ptx.rfind('\n', pos) + 1;  // npos + 1 == 0
+    const std::string_view line = ptx.substr(line_start, ptx.find('\n', pos) - line_start);
+    if (line.find(".func") != std::string_view::npos || line.find("call") != std::string_view::npos)
+      return "device printf is not allowed (the PTX calls vprintf)";
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string CompileOptions::default_cuda_include_dir() {
+  static const std::string dir = find_cuda_include_dir();
+  return dir;
+}
+
+std::string arch_for(int major, int minor) {
+  return fmt::format("sm_{}{}{}", major, minor, major >= 9 ? "a" : "");
+}
+
+std::vector<std::string> nvrtc_options(const std::vector<std::string>& candidate_options,
+                                       const CompileOptions& options) {
+  std::vector<std::string> out{"-arch=" + options.arch, "-std=c++17"};
+  std::error_code ec;
+  if (!options.cuda_include_dir.empty() && fs::is_directory(options.cuda_include_dir, ec)) {
+    out.push_back("-I" + options.cuda_include_dir);
+    const fs::path cccl = fs::path(options.cuda_include_dir) / "cccl";
+    if (fs::is_directory(cccl, ec)) out.push_back("-I" + cccl.string());
+  }
+  out.insert(out.end(), candidate_options.begin(), candidate_options.end());
+  return out;
+}
+
+CompileResult compile(const Candidate& candidate, const CompileOptions& options,
+                      CompileCache* cache) {
+  const auto start = Clock::now();
+  static const std::regex arch_pattern("(sm|compute)_[0-9]{2,3}[af]?");
+  KBRL_CHECK_INPUT(std::regex_match(options.arch, arch_pattern),
+                   "bad compile arch '{}': expected e.g. sm_90a, sm_86 or compute_90", options.arch);
+  KBRL_CHECK_INPUT(options.time_limit_seconds > 0, "the compile time limit must be positive, got {}",
+                   options.time_limit_seconds);
+  CompileResult result;
+  auto finish = [&]() -> CompileResult& {
+    result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return result;
+  };
+
+  if (auto problem = check_source(candidate.source)) {
+    result.error = std::move(*problem);
+    return finish();
+  }
+  const CanonicalOptions canonical = canonical_options(candidate.options);
+  if (!canonical.ok()) {
+    result.error = canonical.error;
+    return finish();
+  }
+  result.options = nvrtc_options(canonical.options, options);
+  result.key = compile_key(candidate.source, result.options, options.arch, cached_nvrtc_version());
+  if (cache) {
+    if (auto hit = cache->load(result.key)) {
+      result = std::move(*hit);
+      result.cache_hit = true;
+      return finish();
+    }
+  }
+
+  NvrtcJob job;
+  job.source = candidate.source;
+  job.options = result.options;
+  job.want_cubin = options.arch.rfind("sm_", 0) == 0;
+  NvrtcOutput out =
+      run_nvrtc_isolated(job, options.time_limit_seconds, options.memory_limit_bytes);
+  result.log = std::move(out.log);
+  switch (out.status) {
+    case NvrtcOutput::Status::timed_out:
+      result.error = fmt::format("compile timed out after {:g} s", options.time_limit_seconds);
+      return finish();
+    case NvrtcOutput::Status::died:
+      result.error = out.detail;
+      return finish();
+    case NvrtcOutput::Status::failed:
+      result.error = first_error_line(result.log);
+      break;
+    case NvrtcOutput::Status::compiled: {
+      if (std::string why = forbidden_ptx(out.ptx); !why.empty()) {
+        result.error = std::move(why);
+        break;
+      }
+      result.ok = true;
+      CompiledModule& m = result.module;
+      m.key = result.key;
+      m.arch = options.arch;
+      m.ptx = std::move(out.ptx);
+      m.cubin = std::move(out.cubin);
+      m.log = result.log;
+      m.options = result.options;
+      m.audit = audit_precision(candidate.source, canonical.options, m.ptx, m.cubin);
+      break;
+    }
+  }
+  if (cache) cache->store(result);
+  return finish();
+}
+
+}  // namespace kbrl

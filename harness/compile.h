@@ -1,0 +1,79 @@
+#pragma once
+// The compile stage (jitify2-like value types): Candidate -> CompileResult holding a
+// CompiledModule (PTX, CUBIN, log, options, precision audit) or a structured compile_error.
+//
+// NVRTC runs in a forked child process per compile, under a wall-time limit (the child is killed
+// on expiry) and an address-space limit, so a compile bomb costs a compile_error, never the
+// parent. NVRTC never touches the GPU: all of this works on a machine without one.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <kernels/candidate.h>
+
+#include "outcome.h"
+#include "precision_audit.h"
+
+namespace kbrl {
+
+class CompileCache;
+
+struct CompileOptions {
+  /// The target: "sm_90a" by default; on a GPU, the device's ("sm_" + major + minor, with the "a"
+  /// suffix for sm_90 and later). A "compute_XX" arch yields PTX only.
+  std::string arch = "sm_90a";
+  double time_limit_seconds = 60.0;
+  /// How much the compile child's address space may grow beyond its size at fork (RLIMIT_AS).
+  /// 0 means no limit.
+  int64_t memory_limit_bytes = int64_t{4} << 30;
+  /// Where the allowed headers (source_scan.h) are found: the CUDA toolkit's include directory of
+  /// this build by default. Its cccl/ subdirectory is added when present (cooperative_groups).
+  std::string cuda_include_dir = default_cuda_include_dir();
+
+  static std::string default_cuda_include_dir();
+};
+
+/// A successful compile. Every field is a plain value: cheap to cache, log and send to a worker.
+struct CompiledModule {
+  std::string key;                   // the content key (compile_cache.h), 64 hex digits
+  std::string arch;                  // e.g. "sm_90a"
+  std::string ptx;
+  std::string cubin;                 // bytes; empty for a compute_XX arch
+  std::string log;                   // NVRTC's log (warnings)
+  std::vector<std::string> options;  // every NVRTC option, as passed
+  PrecisionAudit audit;
+  bool operator==(const CompiledModule&) const = default;
+};
+
+struct CompileResult {
+  bool ok = false;
+  CompiledModule module;  // meaningful when ok
+  /// Why not ok, in one line: a rejected option, include or size; "compile timed out after 2 s";
+  /// "compiler exceeded its memory limit ..."; or the first error line of NVRTC's log.
+  std::string error;
+  std::string log;                   // NVRTC's log, kept on failure too
+  std::vector<std::string> options;  // the NVRTC options (empty when rejected before NVRTC)
+  std::string key;                   // the content key ("" when rejected before hashing)
+  double seconds = 0.0;              // wall time of this call
+  bool cache_hit = false;
+
+  /// ok or compile_error.
+  Outcome outcome() const { return ok ? Outcome::ok : Outcome::compile_error; }
+};
+
+/// Compiles a candidate. A candidate's fault (bad option, include, size, syntax, timeout, memory,
+/// PTX that calls device printf) is a CompileResult with ok == false; throws InputError for bad CompileOptions (malformed arch)
+/// and ApiError for a failure of NVRTC or the OS that is not the candidate's doing.
+/// With a cache, a hit returns the stored result (cache_hit == true) without running NVRTC;
+/// successes and NVRTC's own failures are stored, timeouts and rejections are not.
+CompileResult compile(const Candidate& candidate, const CompileOptions& options = {},
+                      CompileCache* cache = nullptr);
+
+/// The NVRTC options compile() passes for `candidate_options` (already canonical) under `options`.
+std::vector<std::string> nvrtc_options(const std::vector<std::string>& candidate_options,
+                                       const CompileOptions& options);
+
+/// The arch string of a compute capability: 9.0 -> "sm_90a", 8.6 -> "sm_86", 10.0 -> "sm_100a".
+std::string arch_for(int major, int minor);
+
+}  // namespace kbrl
