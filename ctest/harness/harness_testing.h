@@ -1,0 +1,45 @@
+#pragma once
+// Shared fixtures of the harness's unit tests: a fully populated evaluation record.
+#include <cmath>
+#include <limits>
+
+#include "harness/eval_record.h"
+
+namespace kbrl::testing {
+
+/// A record with every field set (policy, runtime and reference present).
+inline EvalRecord sample_record(const std::string& key = "0123456789abcdef0123456789abcdef") {
+  EvalRecord r;
+  r.key = key;
+  r.task_id = 19;
+  r.task_name = "19_ReLU";
+  r.scale = Scale::small;
+  r.policy = "heuristic";
+  r.raw_action = "block=256 vector=4";
+  r.candidate.task_id = 19;
+  r.candidate.source = "extern \"C\" __global__ void relu(const float* x, float* y, long n) {}\n";
+  Launch launch;
+  launch.kernel = "relu";
+  launch.grid = {64, 1, 1};
+  launch.block = {256, 1, 1};
+  launch.args = {{ArgKind::input, 0, 0.0, 0}, {ArgKind::output, 0, 0.0, 0},
+                 {ArgKind::i64, 0, 0.0, 16384}};
+  r.candidate.launches = {launch};
+  r.candidate.options = {"--use_fast_math"};
+  r.compile = {true, "warning: unused variable", 0.25, false, {"fast-math: __expf"}};
+  r.trials = {{0, "trial-0", true, 0.0, 0.0, ""},
+              {1, "trial-1", true, 1.5e-7, 2.5e-7, ""}};
+  r.runtime = RuntimeStats{5, 0.5, 0.52, 0.025, 0.5, 0.56, 0.5, 0.54, 0.04};
+  r.reference = RuntimeStats{5, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.0};
+  r.speedup = 2.0;
+  r.reward = 2.0;
+  r.outcome = Outcome::ok;
+  r.outcome_detail = "";
+  r.flags = {"reduced_precision"};
+  r.device = "NVIDIA H100 80GB HBM3";
+  r.kbrl_version = "0.1.0";
+  r.timestamp = "2026-03-05T12:34:56.789Z";
+  return r;
+}
+
+}  // namespace kbrl::testing

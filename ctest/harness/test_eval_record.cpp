@@ -1,0 +1,195 @@
+// The evaluation record's JSON schema: pinned by a golden text, and round trips.
+#include <cmath>
+#include <limits>
+
+#include <gtest/gtest.h>
+#include <kbrl/error.h>
+#include <nlohmann/json.hpp>
+
+#include "harness/eval_record.h"
+#include "harness_testing.h"
+
+namespace kbrl {
+namespace {
+
+using Json = nlohmann::json;
+
+// The schema. A change here is a change of the rollout log's format: bump
+// kEvalRecordSchemaVersion and keep reading the old one.
+constexpr const char* kGolden = R"({
+  "candidate": {
+    "launches": [
+      {
+        "args": [
+          {
+            "index": 0,
+            "kind": "input"
+          },
+          {
+            "index": 0,
+            "kind": "output"
+          },
+          {
+            "kind": "i64",
+            "value": 16384
+          }
+        ],
+        "block": [
+          256,
+          1,
+          1
+        ],
+        "grid": [
+          64,
+          1,
+          1
+        ],
+        "kernel": "relu",
+        "shared_bytes": 0
+      }
+    ],
+    "options": [
+      "--use_fast_math"
+    ],
+    "scratch": [],
+    "source": "extern \"C\" __global__ void relu(const float* x, float* y, long n) {}\n",
+    "task_id": 19
+  },
+  "compile": {
+    "cache_hit": false,
+    "log": "warning: unused variable",
+    "ok": true,
+    "precision_findings": [
+      "fast-math: __expf"
+    ],
+    "seconds": 0.25
+  },
+  "device": "NVIDIA H100 80GB HBM3",
+  "flags": [
+    "reduced_precision"
+  ],
+  "kbrl_version": "0.1.0",
+  "key": "0123456789abcdef0123456789abcdef",
+  "outcome": "ok",
+  "outcome_detail": "",
+  "policy": "heuristic",
+  "raw_action": "block=256 vector=4",
+  "reference": {
+    "iqr_ms": 0.0,
+    "max_ms": 1.0,
+    "mean_ms": 1.0,
+    "median_ms": 1.0,
+    "min_ms": 1.0,
+    "n": 5,
+    "q1_ms": 1.0,
+    "q3_ms": 1.0,
+    "std_ms": 0.0
+  },
+  "reward": 2.0,
+  "runtime": {
+    "iqr_ms": 0.04,
+    "max_ms": 0.56,
+    "mean_ms": 0.52,
+    "median_ms": 0.5,
+    "min_ms": 0.5,
+    "n": 5,
+    "q1_ms": 0.5,
+    "q3_ms": 0.54,
+    "std_ms": 0.025
+  },
+  "scale": "small",
+  "schema_version": 1,
+  "speedup": 2.0,
+  "task_id": 19,
+  "task_name": "19_ReLU",
+  "timestamp": "2026-03-05T12:34:56.789Z",
+  "trials": [
+    {
+      "failure": "",
+      "max_abs_error": 0.0,
+      "max_rel_error": 0.0,
+      "passed": true,
+      "seed_id": "trial-0",
+      "trial": 0
+    },
+    {
+      "failure": "",
+      "max_abs_error": 1.5e-07,
+      "max_rel_error": 2.5e-07,
+      "passed": true,
+      "seed_id": "trial-1",
+      "trial": 1
+    }
+  ]
+})";
+
+TEST(EvalRecord, SchemaIsPinnedByAGoldenText) {
+  const Json j = testing::sample_record();
+  EXPECT_EQ(j.dump(2), kGolden);
+}
+
+TEST(EvalRecord, RoundTripsThroughJsonText) {
+  const EvalRecord record = testing::sample_record();
+  const EvalRecord back = record_from_json(Json::parse(Json(record).dump()));
+  EXPECT_EQ(back, record);
+  EXPECT_EQ(record_from_json(Json::parse(kGolden)), record);
+}
+
+TEST(EvalRecord, AbsentPolicyAndTimingsAreNull) {
+  EvalRecord record = testing::sample_record();
+  record.policy.reset();
+  record.runtime.reset();
+  record.reference.reset();
+  record.outcome = Outcome::compile_error;
+  record.outcome_detail = "error: expected ';'";
+  const Json j = record;
+  EXPECT_TRUE(j.at("policy").is_null());
+  EXPECT_TRUE(j.at("runtime").is_null());
+  EXPECT_TRUE(j.at("reference").is_null());
+  EXPECT_EQ(j.at("outcome"), "compile_error");
+  EXPECT_EQ(record_from_json(j), record);
+}
+
+TEST(EvalRecord, NonFiniteNumbersAreWrittenAsStrings) {
+  EvalRecord record = testing::sample_record();
+  record.trials[1] = {1, "trial-1", false, std::numeric_limits<double>::quiet_NaN(),
+                      std::numeric_limits<double>::infinity(), "output holds NaN"};
+  record.speedup = -std::numeric_limits<double>::infinity();
+  const Json j = record;
+  EXPECT_EQ(j.at("trials")[1].at("max_abs_error"), "nan");
+  EXPECT_EQ(j.at("trials")[1].at("max_rel_error"), "inf");
+  EXPECT_EQ(j.at("speedup"), "-inf");
+  const EvalRecord back = record_from_json(Json::parse(j.dump()));
+  EXPECT_TRUE(std::isnan(back.trials[1].max_abs_error));
+  EXPECT_EQ(back.trials[1].max_rel_error, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(back.speedup, -std::numeric_limits<double>::infinity());
+}
+
+TEST(EvalRecord, MalformedDocumentsAreInputErrors) {
+  Json j = testing::sample_record();
+  Json missing = j;
+  missing.erase("reward");
+  EXPECT_THROW(record_from_json(missing), InputError);
+  Json wrong_type = j;
+  wrong_type["task_id"] = "nineteen";
+  EXPECT_THROW(record_from_json(wrong_type), InputError);
+  Json bad_outcome = j;
+  bad_outcome["outcome"] = "fine";
+  EXPECT_THROW(record_from_json(bad_outcome), InputError);
+  Json newer = j;
+  newer["schema_version"] = kEvalRecordSchemaVersion + 1;
+  EXPECT_THROW(record_from_json(newer), InputError);
+  Json bad_number = j;
+  bad_number["reward"] = "lots";
+  EXPECT_THROW(record_from_json(bad_number), InputError);
+}
+
+TEST(EvalRecord, TimestampIsIso8601Utc) {
+  const auto when = std::chrono::system_clock::time_point(std::chrono::milliseconds(1'772'714'096'789));
+  EXPECT_EQ(utc_timestamp(when), "2026-03-05T12:34:56.789Z");
+  EXPECT_FALSE(kbrl_version().empty());
+  EXPECT_NE(kbrl_version(), "unknown");
+}
+
+}  // namespace
+}  // namespace kbrl

@@ -1,0 +1,184 @@
+#include "harness/eval_record.h"
+
+#include <cmath>
+#include <ctime>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include <kbrl/error.h>
+
+#include "kernels/candidate_json.h"
+
+#ifndef KBRL_VERSION
+#define KBRL_VERSION "unknown"
+#endif
+
+namespace kbrl {
+namespace {
+
+using Json = nlohmann::json;
+namespace f = record_field;
+
+// JSON has no NaN or infinity: write them as strings, read both forms.
+Json number(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  return value;
+}
+
+double get_number(const Json& j, const char* field) {
+  const Json& v = j.at(field);
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    const auto& text = v.get_ref<const std::string&>();
+    if (text == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (text == "inf") return std::numeric_limits<double>::infinity();
+    if (text == "-inf") return -std::numeric_limits<double>::infinity();
+  }
+  throw InputError(fmt::format("record field '{}' is not a number: {}", field, v.dump()));
+}
+
+template <typename T>
+Json optional_json(const std::optional<T>& value) {
+  return value ? Json(*value) : Json(nullptr);
+}
+
+template <typename T>
+std::optional<T> get_optional(const Json& j, const char* field) {
+  const auto it = j.find(field);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  return it->template get<T>();
+}
+
+}  // namespace
+
+void to_json(Json& j, const RuntimeStats& s) {
+  j = {{f::n, s.n},
+       {f::median_ms, number(s.median_ms)},
+       {f::mean_ms, number(s.mean_ms)},
+       {f::std_ms, number(s.std_ms)},
+       {f::min_ms, number(s.min_ms)},
+       {f::max_ms, number(s.max_ms)},
+       {f::q1_ms, number(s.q1_ms)},
+       {f::q3_ms, number(s.q3_ms)},
+       {f::iqr_ms, number(s.iqr_ms)}};
+}
+
+void from_json(const Json& j, RuntimeStats& s) {
+  s.n = j.at(f::n).get<int64_t>();
+  s.median_ms = get_number(j, f::median_ms);
+  s.mean_ms = get_number(j, f::mean_ms);
+  s.std_ms = get_number(j, f::std_ms);
+  s.min_ms = get_number(j, f::min_ms);
+  s.max_ms = get_number(j, f::max_ms);
+  s.q1_ms = get_number(j, f::q1_ms);
+  s.q3_ms = get_number(j, f::q3_ms);
+  s.iqr_ms = get_number(j, f::iqr_ms);
+}
+
+void to_json(Json& j, const CompileInfo& c) {
+  j = {{f::ok, c.ok},
+       {f::log, c.log},
+       {f::seconds, number(c.seconds)},
+       {f::cache_hit, c.cache_hit},
+       {f::precision_findings, c.precision_findings}};
+}
+
+void from_json(const Json& j, CompileInfo& c) {
+  c.ok = j.at(f::ok).get<bool>();
+  c.log = j.at(f::log).get<std::string>();
+  c.seconds = get_number(j, f::seconds);
+  c.cache_hit = j.at(f::cache_hit).get<bool>();
+  c.precision_findings = j.at(f::precision_findings).get<std::vector<std::string>>();
+}
+
+void to_json(Json& j, const TrialCheck& t) {
+  j = {{f::trial, t.trial},
+       {f::seed_id, t.seed_id},
+       {f::passed, t.passed},
+       {f::max_abs_error, number(t.max_abs_error)},
+       {f::max_rel_error, number(t.max_rel_error)},
+       {f::failure, t.failure}};
+}
+
+void from_json(const Json& j, TrialCheck& t) {
+  t.trial = j.at(f::trial).get<int>();
+  t.seed_id = j.at(f::seed_id).get<std::string>();
+  t.passed = j.at(f::passed).get<bool>();
+  t.max_abs_error = get_number(j, f::max_abs_error);
+  t.max_rel_error = get_number(j, f::max_rel_error);
+  t.failure = j.at(f::failure).get<std::string>();
+}
+
+void to_json(Json& j, const EvalRecord& r) {
+  j = {{f::schema_version, kEvalRecordSchemaVersion},
+       {f::key, r.key},
+       {f::task_id, r.task_id},
+       {f::task_name, r.task_name},
+       {f::scale, to_string(r.scale)},
+       {f::policy, optional_json(r.policy)},
+       {f::raw_action, r.raw_action},
+       {f::candidate, r.candidate},
+       {f::compile, r.compile},
+       {f::trials, r.trials},
+       {f::runtime, optional_json(r.runtime)},
+       {f::reference, optional_json(r.reference)},
+       {f::speedup, number(r.speedup)},
+       {f::reward, number(r.reward)},
+       {f::outcome, to_string(r.outcome)},
+       {f::outcome_detail, r.outcome_detail},
+       {f::flags, r.flags},
+       {f::device, r.device},
+       {f::kbrl_version, r.kbrl_version},
+       {f::timestamp, r.timestamp}};
+}
+
+void from_json(const Json& j, EvalRecord& r) {
+  const int version = j.at(f::schema_version).get<int>();
+  KBRL_CHECK_INPUT(version >= 1 && version <= kEvalRecordSchemaVersion,
+                   "record schema version {} is not one this kbrl reads (1 to {})", version,
+                   kEvalRecordSchemaVersion);
+  r.key = j.at(f::key).get<std::string>();
+  r.task_id = j.at(f::task_id).get<int>();
+  r.task_name = j.at(f::task_name).get<std::string>();
+  r.scale = parse_scale(j.at(f::scale).get<std::string>());
+  r.policy = get_optional<std::string>(j, f::policy);
+  r.raw_action = j.at(f::raw_action).get<std::string>();
+  r.candidate = candidate_from_json(j.at(f::candidate));
+  r.compile = j.at(f::compile).get<CompileInfo>();
+  r.trials = j.at(f::trials).get<std::vector<TrialCheck>>();
+  r.runtime = get_optional<RuntimeStats>(j, f::runtime);
+  r.reference = get_optional<RuntimeStats>(j, f::reference);
+  r.speedup = get_number(j, f::speedup);
+  r.reward = get_number(j, f::reward);
+  r.outcome = parse_outcome(j.at(f::outcome).get<std::string>());
+  r.outcome_detail = j.at(f::outcome_detail).get<std::string>();
+  r.flags = j.at(f::flags).get<std::vector<std::string>>();
+  r.device = j.at(f::device).get<std::string>();
+  r.kbrl_version = j.at(f::kbrl_version).get<std::string>();
+  r.timestamp = j.at(f::timestamp).get<std::string>();
+}
+
+EvalRecord record_from_json(const Json& j) {
+  try {
+    return j.get<EvalRecord>();
+  } catch (const Json::exception& e) {
+    throw InputError(fmt::format("malformed evaluation record: {}", e.what()));
+  }
+}
+
+std::string utc_timestamp(std::chrono::system_clock::time_point when) {
+  const auto millis =
+      std::chrono::duration_cast<std::chrono::milliseconds>(when.time_since_epoch()).count();
+  const std::time_t seconds = static_cast<std::time_t>(millis / 1000 - (millis % 1000 < 0));
+  std::tm utc{};
+  ::gmtime_r(&seconds, &utc);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", utc.tm_year + 1900,
+                     utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
+                     ((millis % 1000) + 1000) % 1000);
+}
+
+std::string_view kbrl_version() { return KBRL_VERSION; }
+
+}  // namespace kbrl

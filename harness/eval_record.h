@@ -1,0 +1,145 @@
+#pragma once
+// EvalRecord: everything one evaluation produced; one line of the rollout log (rollout_log.h).
+//
+// Its JSON form is the log's schema. The field names live in `record_field` below and nowhere
+// else; ctest/harness/test_eval_record.cpp pins the whole document with a golden text.
+//   {"schema_version": 1, "key": "<64 hex>", "task_id": 19, "task_name": "19_ReLU",
+//    "scale": "small", "policy": "heuristic" | null, "raw_action": "...",
+//    "candidate": {... kernels/candidate_json.h ...},
+//    "compile": {"ok", "log", "seconds", "cache_hit", "precision_findings": [...]},
+//    "trials": [{"trial", "seed_id", "passed", "max_abs_error", "max_rel_error", "failure"}],
+//    "runtime": RuntimeStats | null, "reference": RuntimeStats | null,
+//    "speedup", "reward", "outcome": "<Outcome>", "outcome_detail", "flags": [...],
+//    "device", "kbrl_version", "timestamp"}
+// where RuntimeStats is {"n", "median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "q1_ms",
+// "q3_ms", "iqr_ms"}. A non-finite number (a NaN error, say) is written as the string "nan",
+// "inf" or "-inf" and read back as that value.
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "harness/outcome.h"
+#include "harness/stats.h"
+#include "kernels/candidate.h"
+#include "reference/task.h"
+
+namespace kbrl {
+
+/// The version of the record schema this kbrl writes; it reads this and older ones.
+inline constexpr int kEvalRecordSchemaVersion = 1;
+
+/// The JSON field names of EvalRecord and its parts: the schema, in one place.
+namespace record_field {
+inline constexpr const char* schema_version = "schema_version";
+inline constexpr const char* key = "key";
+inline constexpr const char* task_id = "task_id";
+inline constexpr const char* task_name = "task_name";
+inline constexpr const char* scale = "scale";
+inline constexpr const char* policy = "policy";
+inline constexpr const char* raw_action = "raw_action";
+inline constexpr const char* candidate = "candidate";
+inline constexpr const char* compile = "compile";
+inline constexpr const char* trials = "trials";
+inline constexpr const char* runtime = "runtime";
+inline constexpr const char* reference = "reference";
+inline constexpr const char* speedup = "speedup";
+inline constexpr const char* reward = "reward";
+inline constexpr const char* outcome = "outcome";
+inline constexpr const char* outcome_detail = "outcome_detail";
+inline constexpr const char* flags = "flags";
+inline constexpr const char* device = "device";
+inline constexpr const char* kbrl_version = "kbrl_version";
+inline constexpr const char* timestamp = "timestamp";
+// compile
+inline constexpr const char* ok = "ok";
+inline constexpr const char* log = "log";
+inline constexpr const char* seconds = "seconds";
+inline constexpr const char* cache_hit = "cache_hit";
+inline constexpr const char* precision_findings = "precision_findings";
+// trials
+inline constexpr const char* trial = "trial";
+inline constexpr const char* seed_id = "seed_id";
+inline constexpr const char* passed = "passed";
+inline constexpr const char* max_abs_error = "max_abs_error";
+inline constexpr const char* max_rel_error = "max_rel_error";
+inline constexpr const char* failure = "failure";
+// RuntimeStats
+inline constexpr const char* n = "n";
+inline constexpr const char* median_ms = "median_ms";
+inline constexpr const char* mean_ms = "mean_ms";
+inline constexpr const char* std_ms = "std_ms";
+inline constexpr const char* min_ms = "min_ms";
+inline constexpr const char* max_ms = "max_ms";
+inline constexpr const char* q1_ms = "q1_ms";
+inline constexpr const char* q3_ms = "q3_ms";
+inline constexpr const char* iqr_ms = "iqr_ms";
+}  // namespace record_field
+
+/// The compile stage's result as the record keeps it.
+struct CompileInfo {
+  bool ok = false;
+  std::string log;  // NVRTC's log, kept for failures and warnings alike
+  double seconds = 0.0;
+  bool cache_hit = false;
+  std::vector<std::string> precision_findings;  // the precision audit's findings, as text
+  bool operator==(const CompileInfo&) const = default;
+};
+
+/// One correctness trial. `seed_id` names the trial's seed (never the run secret).
+struct TrialCheck {
+  int trial = 0;
+  std::string seed_id;
+  bool passed = false;
+  double max_abs_error = 0.0;
+  double max_rel_error = 0.0;
+  std::string failure;  // the first failing reason; empty when passed
+  bool operator==(const TrialCheck&) const = default;
+};
+
+struct EvalRecord {
+  std::string key;  // rollout_log.h's record_key(): what resume looks up
+  int task_id = 0;
+  std::string task_name;
+  Scale scale = Scale::kernelbench;
+  std::optional<std::string> policy;
+  std::string raw_action;  // the action as the policy produced it (tokens' text, knob values)
+  Candidate candidate;     // the assembled candidate: source, launches, scratch, options
+  CompileInfo compile;
+  std::vector<TrialCheck> trials;
+  std::optional<RuntimeStats> runtime;    // the candidate's timing; absent when not timed
+  std::optional<RuntimeStats> reference;  // the reference's timing, interleaved with it
+  double speedup = 0.0;                   // correctness-gated (reward.h)
+  double reward = 0.0;
+  Outcome outcome = Outcome::ok;
+  std::string outcome_detail;
+  std::vector<std::string> flags;  // "reduced_precision", "impossible", "excessive_speedup", ...
+  std::string device;
+  std::string kbrl_version;
+  std::string timestamp;  // UTC, ISO 8601 (utc_timestamp())
+  bool operator==(const EvalRecord&) const = default;
+};
+
+void to_json(nlohmann::json& j, const RuntimeStats& stats);
+void from_json(const nlohmann::json& j, RuntimeStats& stats);
+void to_json(nlohmann::json& j, const CompileInfo& compile);
+void from_json(const nlohmann::json& j, CompileInfo& compile);
+void to_json(nlohmann::json& j, const TrialCheck& trial);
+void from_json(const nlohmann::json& j, TrialCheck& trial);
+void to_json(nlohmann::json& j, const EvalRecord& record);
+void from_json(const nlohmann::json& j, EvalRecord& record);
+
+/// from_json with every malformed document (missing field, wrong type, unknown outcome or scale,
+/// a newer schema version) reported as InputError.
+EvalRecord record_from_json(const nlohmann::json& j);
+
+/// "2026-03-05T12:34:56.789Z".
+std::string utc_timestamp(std::chrono::system_clock::time_point when = std::chrono::system_clock::now());
+
+/// This kbrl's version (the CMake project version).
+std::string_view kbrl_version();
+
+}  // namespace kbrl

@@ -1,0 +1,149 @@
+#include "stats.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <numeric>
+#include <utility>
+
+#include <kbrl/error.h>
+
+namespace kbrl {
+namespace {
+
+void check_sample(double sample_ms) {
+  KBRL_CHECK_INPUT(std::isfinite(sample_ms) && sample_ms >= 0.0,
+                   "timing sample {} ms is not a finite, non-negative time", sample_ms);
+}
+
+// Sample mean and standard deviation of [first, last), by two passes for accuracy.
+template <typename It>
+std::pair<double, double> mean_and_std(It first, It last) {
+  const auto n = static_cast<double>(std::distance(first, last));
+  if (n == 0) return {0.0, 0.0};
+  const double mean = std::accumulate(first, last, 0.0) / n;
+  if (n < 2) return {mean, 0.0};
+  double squares = 0.0;
+  for (It it = first; it != last; ++it) squares += (*it - mean) * (*it - mean);
+  return {mean, std::sqrt(squares / (n - 1))};
+}
+
+constexpr std::array<std::pair<TimingMode, std::string_view>, 3> kModes{{
+    {TimingMode::fast, "fast"},
+    {TimingMode::full, "full"},
+    {TimingMode::adaptive, "adaptive"},
+}};
+
+}  // namespace
+
+double sorted_quantile(const std::vector<double>& sorted, double p) {
+  KBRL_ASSERT(!sorted.empty() && p >= 0.0 && p <= 1.0, "quantile {} of {} samples", p,
+              sorted.size());
+  const double h = static_cast<double>(sorted.size() - 1) * p;
+  const auto lo = static_cast<size_t>(std::floor(h));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+RuntimeStats summarize(std::vector<double> samples_ms) {
+  KBRL_CHECK_INPUT(!samples_ms.empty(), "cannot summarize an empty list of timing samples");
+  for (double s : samples_ms) check_sample(s);
+  std::sort(samples_ms.begin(), samples_ms.end());
+  RuntimeStats stats;
+  stats.n = static_cast<int64_t>(samples_ms.size());
+  std::tie(stats.mean_ms, stats.std_ms) = mean_and_std(samples_ms.begin(), samples_ms.end());
+  stats.median_ms = sorted_quantile(samples_ms, 0.5);
+  stats.min_ms = samples_ms.front();
+  stats.max_ms = samples_ms.back();
+  stats.q1_ms = sorted_quantile(samples_ms, 0.25);
+  stats.q3_ms = sorted_quantile(samples_ms, 0.75);
+  stats.iqr_ms = stats.q3_ms - stats.q1_ms;
+  return stats;
+}
+
+double relative_std(const RuntimeStats& stats) {
+  if (stats.n < 2 || stats.mean_ms <= 0.0) return 0.0;
+  return stats.std_ms / stats.mean_ms;
+}
+
+std::string_view to_string(TimingMode mode) {
+  for (const auto& [m, name] : kModes)
+    if (m == mode) return name;
+  return "?";
+}
+
+TimingMode parse_timing_mode(std::string_view text) {
+  for (const auto& [m, name] : kModes)
+    if (name == text) return m;
+  throw InputError(fmt::format("unknown timing mode '{}' (legal: fast, full, adaptive)", text));
+}
+
+AdaptiveStopConfig stop_config(TimingMode mode) {
+  const auto fixed = [](int64_t count) {
+    AdaptiveStopConfig config;
+    config.target_rel_std = 0.0;  // never converges early: exactly `count` samples
+    config.min_samples = count;
+    config.max_samples = count;
+    config.time_budget = std::chrono::duration<double>::max();
+    return config;
+  };
+  switch (mode) {
+    case TimingMode::fast: return fixed(5);
+    case TimingMode::full: return fixed(50);
+    case TimingMode::adaptive: return AdaptiveStopConfig{};
+  }
+  KBRL_ASSERT(false, "unhandled timing mode {}", static_cast<int>(mode));
+}
+
+std::string_view to_string(StopReason reason) {
+  switch (reason) {
+    case StopReason::not_stopped: return "not_stopped";
+    case StopReason::converged: return "converged";
+    case StopReason::max_samples: return "max_samples";
+    case StopReason::time_budget: return "time_budget";
+  }
+  return "?";
+}
+
+AdaptiveStop::AdaptiveStop(AdaptiveStopConfig config, Clock clock)
+    : config_(config), clock_(std::move(clock)) {
+  KBRL_CHECK_INPUT(config_.max_samples >= 1 && config_.min_samples >= 1 &&
+                       config_.min_samples <= config_.max_samples,
+                   "adaptive stop needs 1 <= min_samples ({}) <= max_samples ({})",
+                   config_.min_samples, config_.max_samples);
+  KBRL_CHECK_INPUT(config_.window == 0 || config_.window >= 2,
+                   "adaptive stop window {} must be 0 (all samples) or at least 2", config_.window);
+  KBRL_CHECK_INPUT(config_.target_rel_std >= 0.0, "negative noise target {}",
+                   config_.target_rel_std);
+  if (!clock_) clock_ = [] { return std::chrono::steady_clock::now(); };
+  start_ = clock_();
+  samples_.reserve(static_cast<size_t>(std::min<int64_t>(config_.max_samples, 1024)));
+}
+
+double AdaptiveStop::current_rel_std() const {
+  if (samples_.size() < 2) return 0.0;
+  auto first = samples_.begin();
+  if (config_.window > 0 && samples_.size() > static_cast<size_t>(config_.window))
+    first = samples_.end() - config_.window;
+  const auto [mean, std] = mean_and_std(first, samples_.end());
+  return mean > 0.0 ? std / mean : 0.0;
+}
+
+bool AdaptiveStop::add(double sample_ms) {
+  KBRL_CHECK_INPUT(!done(), "adaptive stop received a sample after stopping ({})",
+                   to_string(reason_));
+  check_sample(sample_ms);
+  const auto now = clock_();
+  samples_.push_back(sample_ms);
+  const auto n = static_cast<int64_t>(samples_.size());
+  if (n >= config_.max_samples) {
+    reason_ = StopReason::max_samples;
+  } else if (n >= config_.min_samples && n >= 2 && current_rel_std() < config_.target_rel_std) {
+    reason_ = StopReason::converged;
+  } else if (std::chrono::duration<double>(now - start_) >= config_.time_budget) {
+    reason_ = StopReason::time_budget;
+  }
+  return done();
+}
+
+}  // namespace kbrl
