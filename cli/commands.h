@@ -7,5 +7,8 @@ namespace kbrl::cli {
 void add_tasks_command(CLI::App& app);
 void add_splits_command(CLI::App& app);
 void add_time_reference_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
+void add_replay_command(CLI::App& app);
+void add_worker_command(CLI::App& app);
 
 }  // namespace kbrl::cli

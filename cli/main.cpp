@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
   kbrl::cli::add_tasks_command(app);
   kbrl::cli::add_splits_command(app);
   kbrl::cli::add_time_reference_command(app);
+  kbrl::cli::add_eval_command(app);
+  kbrl::cli::add_replay_command(app);
+  kbrl::cli::add_worker_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

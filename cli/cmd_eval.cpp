@@ -1,0 +1,163 @@
+// `kbrl eval` (one candidate file, with a human summary), `kbrl replay` (re-evaluate a rollout log
+// and report agreement) and `kbrl worker` (the GPU worker process the evaluator starts).
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+#include <kbrl/error.h>
+
+#include "commands.h"
+#include "harness/compile_cache.h"
+#include "harness/evaluator.h"
+#include "harness/gpu_protocol.h"
+#include "harness/rollout_log.h"
+#include "kernels/candidate_file.h"
+#include "reference/task_registry.h"
+
+namespace kbrl::cli {
+namespace {
+
+struct EvalOptions {
+  int task = 0;
+  std::string kernel;
+  std::string mode = "fast";
+  std::string scale = "kernelbench";
+  std::string tolerance = "strict";
+  std::string reward = "speedup";
+  std::string precision = "flag";
+  std::string json_path;
+  std::string log_path;
+  std::string arch;
+  int trials = 5;
+  double timeout = 120;
+  int device = 0;
+};
+
+EvalSettings settings_from(const EvalOptions& o) {
+  EvalSettings s;
+  s.scale = parse_scale(o.scale);
+  s.mode = parse_timing_mode(o.mode);
+  s.atol = s.rtol = parse_tolerance(o.tolerance);
+  s.reward.kind = parse_reward_kind(o.reward);
+  s.reward.precision = parse_precision_policy(o.precision);
+  s.trials = o.trials;
+  s.job_timeout_seconds = o.timeout;
+  s.arch = o.arch;
+  s.device = o.device;
+  s.cache_dir = CompileCache::default_dir();
+  return s;
+}
+
+void print_summary(const EvalRecord& r) {
+  std::cout << fmt::format("task {} ({}), scale {}\n", r.task_id, r.task_name, to_string(r.scale));
+  std::cout << fmt::format("  compile   {} in {:.3f} s{}\n", r.compile.ok ? "ok" : "FAILED", r.compile.seconds,
+                           r.compile.cache_hit ? " (cached)" : "");
+  for (const auto& f : r.compile.precision_findings) std::cout << "  precision " << f << "\n";
+  for (const auto& t : r.trials)
+    std::cout << fmt::format("  trial {}   {}  max abs err {:.3g}  max rel err {:.3g}{}\n", t.trial,
+                             t.passed ? "pass" : "FAIL", t.max_abs_error, t.max_rel_error,
+                             t.passed ? "" : "  " + t.failure);
+  if (r.runtime)
+    std::cout << fmt::format("  candidate median {:.4f} ms (n={}, IQR {:.4f})\n", r.runtime->median_ms,
+                             r.runtime->n, r.runtime->iqr_ms);
+  if (r.reference)
+    std::cout << fmt::format("  reference median {:.4f} ms (n={}, IQR {:.4f})\n", r.reference->median_ms,
+                             r.reference->n, r.reference->iqr_ms);
+  std::cout << fmt::format("  outcome   {}{}\n", to_string(r.outcome),
+                           r.outcome_detail.empty() ? "" : ": " + r.outcome_detail);
+  std::cout << fmt::format("  speedup   {:.3f}x   reward {:.4f}{}\n", r.speedup, r.reward,
+                           r.flags.empty() ? "" : fmt::format("   flags {}", fmt::join(r.flags, ",")));
+  if (!r.device.empty()) std::cout << "  device    " << r.device << "\n";
+  if (!r.compile.ok && !r.compile.log.empty()) std::cout << "--- compile log ---\n" << r.compile.log << "\n";
+}
+
+void run_eval(const EvalOptions& o) {
+  const TaskSpec spec = task_spec(o.task, parse_scale(o.scale));
+  const Candidate candidate = load_candidate_file(o.kernel, spec);
+  Evaluator evaluator(settings_from(o));
+  std::unique_ptr<RolloutLog> log;
+  if (!o.log_path.empty()) {
+    log = std::make_unique<RolloutLog>(o.log_path);
+    evaluator.attach_log(log.get());
+  }
+  std::ifstream in(o.kernel);
+  const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const EvalRecord record = evaluator.evaluate(candidate, raw);
+  print_summary(record);
+  if (!o.json_path.empty()) {
+    std::ofstream out(o.json_path);
+    KBRL_CHECK_INPUT(out.good(), "cannot write {}", o.json_path);
+    out << nlohmann::json(record).dump(2) << "\n";
+  }
+}
+
+void run_replay(const EvalOptions& o, const std::string& log_path) {
+  const std::vector<EvalRecord> records = read_rollout_log(log_path);
+  KBRL_CHECK_INPUT(!records.empty(), "{} holds no records", log_path);
+  int agree = 0;
+  std::cout << fmt::format("{:>4} {:>4}  {:<16} {:<16} {:>9} {:>9}\n", "#", "task", "logged outcome",
+                           "replayed", "logged x", "replay x");
+  std::unique_ptr<Evaluator> evaluator;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const EvalRecord& logged = records[i];
+    EvalOptions same = o;
+    same.scale = std::string(to_string(logged.scale));
+    if (!evaluator || evaluator->settings().scale != logged.scale)
+      evaluator = std::make_unique<Evaluator>(settings_from(same));
+    const EvalRecord now = evaluator->evaluate(logged.candidate, logged.raw_action, logged.policy);
+    const bool same_outcome = now.outcome == logged.outcome;
+    agree += same_outcome;
+    std::cout << fmt::format("{:>4} {:>4}  {:<16} {:<16} {:>9.3f} {:>9.3f}{}\n", i, logged.task_id,
+                             to_string(logged.outcome), to_string(now.outcome), logged.speedup, now.speedup,
+                             same_outcome ? "" : "  DIFFERS");
+  }
+  std::cout << fmt::format("{} of {} records replayed to the same outcome\n", agree, records.size());
+  if (agree != static_cast<int>(records.size()))
+    throw Error(fmt::format("{} records replayed to a different outcome", records.size() - agree));
+}
+
+void add_eval_options(CLI::App* cmd, EvalOptions& o) {
+  cmd->add_option("--mode", o.mode, "timing: fast (5 samples), full (50) or adaptive")->capture_default_str();
+  cmd->add_option("--tolerance", o.tolerance, "strict (atol=rtol=1e-4) or legacy (1e-2)")->capture_default_str();
+  cmd->add_option("--reward", o.reward, "speedup, composite or normalized")->capture_default_str();
+  cmd->add_option("--precision", o.precision, "reduced precision: allow, flag or reject")->capture_default_str();
+  cmd->add_option("--trials", o.trials, "correctness trials on fresh inputs")->capture_default_str();
+  cmd->add_option("--timeout", o.timeout, "seconds one GPU job may take before it is killed")->capture_default_str();
+  cmd->add_option("--arch", o.arch, "NVRTC target (default: the device's)");
+  cmd->add_option("--device", o.device, "CUDA device index")->capture_default_str();
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app) {
+  auto o = std::make_shared<EvalOptions>();
+  auto* cmd = app.add_subcommand("eval", "Compile, check, time and reward one candidate kernel file");
+  cmd->add_option("--task", o->task, "KernelBench level-1 task id")->required();
+  cmd->add_option("--kernel", o->kernel, "candidate .cu file with `// kbrl:` launch lines")
+      ->required()->check(CLI::ExistingFile);
+  cmd->add_option("--scale", o->scale, "kernelbench or small")->capture_default_str();
+  cmd->add_option("--json", o->json_path, "write the full record as JSON here");
+  cmd->add_option("--log", o->log_path, "append the record to this rollout log (JSONL)");
+  add_eval_options(cmd, *o);
+  cmd->callback([o] { run_eval(*o); });
+}
+
+void add_replay_command(CLI::App& app) {
+  auto o = std::make_shared<EvalOptions>();
+  auto log_path = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("replay", "Re-evaluate every record of a rollout log and report agreement");
+  cmd->add_option("log", *log_path, "the rollout log (JSONL)")->required()->check(CLI::ExistingFile);
+  add_eval_options(cmd, *o);
+  cmd->callback([o, log_path] { run_replay(*o, *log_path); });
+}
+
+void add_worker_command(CLI::App& app) {
+  auto device = std::make_shared<int>(0);
+  auto* cmd = app.add_subcommand("worker", "(internal) the GPU worker process the evaluator starts");
+  cmd->group("");  // hidden from --help
+  cmd->add_option("--device", *device, "CUDA device index");
+  cmd->callback([device] { std::exit(run_gpu_worker(*device)); });
+}
+
+}  // namespace kbrl::cli

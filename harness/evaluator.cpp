@@ -1,0 +1,271 @@
+#include "harness/evaluator.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <random>
+
+#include <kbrl/error.h>
+
+#include "harness/compile_cache.h"
+#include "harness/compile_pool.h"
+#include "harness/gpu_protocol.h"
+#include "harness/rollout_log.h"
+#include "harness/worker.h"
+#include "kernels/candidate_json.h"
+#include "reference/task_registry.h"
+
+namespace kbrl {
+namespace {
+
+std::string default_worker_program() {
+  if (const char* env = std::getenv("KBRL_WORKER"); env && *env) return env;
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (const auto& candidate : {self.parent_path() / "kbrl", self.parent_path() / "cli" / "kbrl",
+                                  self.parent_path().parent_path() / "cli" / "kbrl",
+                                  self.parent_path().parent_path().parent_path() / "cli" / "kbrl"}) {
+      if (std::filesystem::is_regular_file(candidate, ec)) return candidate.string();
+    }
+  }
+  return "kbrl";
+}
+
+uint64_t random_secret() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+std::vector<std::string> findings_text(const PrecisionAudit& audit) {
+  std::vector<std::string> out;
+  for (const auto& f : audit.findings)
+    out.push_back(fmt::format("{} ({} line {}: {})", to_string(f.category), f.where, f.line, f.evidence));
+  return out;
+}
+
+}  // namespace
+
+double parse_tolerance(std::string_view text) {
+  if (text == "strict") return 1e-4;
+  if (text == "legacy") return 1e-2;
+  throw InputError(fmt::format("unknown tolerance '{}': expected 'strict' (1e-4) or 'legacy' (1e-2)", text));
+}
+
+nlohmann::json EvalSettings::key_json() const {
+  return {{"scale", std::string(to_string(scale))},
+          {"mode", std::string(to_string(mode))},
+          {"trials", trials},
+          {"atol", atol},
+          {"rtol", rtol},
+          {"reward", std::string(to_string(reward.kind))},
+          {"precision", std::string(to_string(reward.precision))},
+          {"arch", arch}};
+}
+
+struct Evaluator::Impl {
+  std::unique_ptr<CompileCache> cache;
+  std::unique_ptr<CompilePool> pool;
+  CompileOptions compile_options;
+  bool compile_ready = false;
+  std::unique_ptr<Worker> worker;
+  std::optional<DeviceInfo> device;
+  std::optional<DevicePeaks> peaks;
+  uint64_t secret = 0;
+  std::map<int, RuntimeStats> reference;  // by task id, at the settings' scale
+
+  /// Sends one request; a failed call is returned as is (the caller maps it to an outcome).
+  CallResult call(const nlohmann::json& request, double timeout_seconds) {
+    return worker->call(request, std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)));
+  }
+
+  /// A request the harness needs (info, peaks): any failure is a harness fault.
+  nlohmann::json call_or_throw(const nlohmann::json& request, double timeout_seconds) {
+    CallResult r = call(request, timeout_seconds);
+    if (r.status != CallStatus::ok)
+      throw Error(fmt::format("GPU worker request '{}' failed ({}): {}", request.at("op").get<std::string>(),
+                              to_string(r.status),
+                              r.status == CallStatus::handler_error ? r.reply.dump() : r.detail));
+    return r.reply;
+  }
+};
+
+Evaluator::Evaluator(EvalSettings settings) : settings_(std::move(settings)), impl_(std::make_unique<Impl>()) {
+  KBRL_CHECK_INPUT(settings_.trials >= 1, "trials must be at least 1, not {}", settings_.trials);
+  KBRL_CHECK_INPUT(settings_.atol >= 0 && settings_.rtol >= 0, "tolerances must not be negative");
+  KBRL_CHECK_INPUT(settings_.job_timeout_seconds > 0, "the job timeout must be positive");
+  impl_->secret = settings_.secret ? *settings_.secret : random_secret();
+  impl_->peaks = settings_.peaks;
+  if (!settings_.cache_dir.empty()) impl_->cache = std::make_unique<CompileCache>(settings_.cache_dir);
+  WorkerOptions options;
+  const std::string program =
+      settings_.worker_program.empty() ? default_worker_program() : settings_.worker_program;
+  options.argv = {program, "worker", "--device", std::to_string(settings_.device)};
+  impl_->worker = std::make_unique<Worker>(std::move(options));
+}
+
+Evaluator::~Evaluator() = default;
+
+const DeviceInfo& Evaluator::device() {
+  if (!impl_->device) {
+    std::string reason;
+    CallResult started = impl_->worker->start();
+    if (started.status != CallStatus::ok)
+      throw Error("no GPU worker: " + started.detail);
+    impl_->device = impl_->call_or_throw({{"op", "info"}}, 60).at("device").get<DeviceInfo>();
+  }
+  return *impl_->device;
+}
+
+const DevicePeaks& Evaluator::peaks() {
+  if (!impl_->peaks) {
+    device();
+    impl_->peaks = impl_->call_or_throw({{"op", "peaks"}}, 300).at("peaks").get<DevicePeaks>();
+  }
+  return *impl_->peaks;
+}
+
+std::optional<RuntimeStats> Evaluator::reference_stats(int task_id) const {
+  auto it = impl_->reference.find(task_id);
+  if (it == impl_->reference.end()) return std::nullopt;
+  return it->second;
+}
+
+int64_t Evaluator::worker_starts() const { return impl_->worker->starts(); }
+
+std::string Evaluator::arch() {
+  if (!settings_.arch.empty()) return settings_.arch;
+  return device().arch;
+}
+
+std::string Evaluator::key(const Candidate& candidate) {
+  nlohmann::json settings = settings_.key_json();
+  settings["arch"] = arch();
+  return record_key(candidate, settings);
+}
+
+EvalRecord Evaluator::evaluate(const Candidate& candidate, const std::string& raw_action,
+                               const std::optional<std::string>& policy) {
+  task_spec(candidate.task_id, settings_.scale);  // an unknown task is bad input, before any work
+  CompileOptions options;
+  options.arch = arch();
+  const CompileResult compiled = compile(candidate, options, impl_->cache.get());
+  return finish(candidate, compiled, raw_action, policy);
+}
+
+std::vector<EvalRecord> Evaluator::evaluate_all(const std::vector<Candidate>& candidates,
+                                                const std::optional<std::string>& policy) {
+  for (const auto& c : candidates) task_spec(c.task_id, settings_.scale);
+  if (!impl_->pool) {
+    impl_->compile_options.arch = arch();
+    impl_->pool = std::make_unique<CompilePool>(settings_.compile_threads, impl_->compile_options,
+                                                impl_->cache.get());
+  }
+  std::vector<size_t> todo;
+  std::vector<std::future<CompileResult>> compiles;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (log_ && log_->contains(key(candidates[i]))) continue;
+    todo.push_back(i);
+    compiles.push_back(impl_->pool->submit(candidates[i]));
+  }
+  std::vector<EvalRecord> records;
+  for (size_t k = 0; k < todo.size(); ++k)
+    records.push_back(finish(candidates[todo[k]], compiles[k].get(), {}, policy));
+  return records;
+}
+
+EvalRecord Evaluator::finish(const Candidate& candidate, const CompileResult& compiled,
+                             const std::string& raw_action, const std::optional<std::string>& policy) {
+  const TaskSpec spec = task_spec(candidate.task_id, settings_.scale);
+  EvalRecord record;
+  record.key = key(candidate);
+  record.task_id = spec.id;
+  record.task_name = spec.name;
+  record.scale = spec.scale;
+  record.policy = policy;
+  record.raw_action = raw_action;
+  record.candidate = candidate;
+  record.compile.ok = compiled.ok;
+  record.compile.log = compiled.log;
+  record.compile.seconds = compiled.seconds;
+  record.compile.cache_hit = compiled.cache_hit;
+  record.kbrl_version = std::string(kbrl_version());
+  record.timestamp = utc_timestamp();
+  auto done = [&](EvalRecord& r) -> EvalRecord {
+    if (log_) log_->append(r);
+    return r;
+  };
+
+  if (!compiled.ok) {
+    record.outcome = Outcome::compile_error;
+    record.outcome_detail = compiled.error;
+    record.reward = compute_reward({.task_id = spec.id}, settings_.reward).reward;
+    return done(record);
+  }
+  const PrecisionAudit& audit = compiled.module.audit;
+  record.compile.precision_findings = findings_text(audit);
+  record.device = device().name;
+
+  GpuJob job;
+  job.task_id = spec.id;
+  job.scale = spec.scale;
+  job.candidate = candidate;
+  job.cubin = compiled.module.cubin;
+  job.check = {settings_.trials, settings_.atol, settings_.rtol, impl_->secret};
+  job.timing.stop = stop_config(settings_.mode);
+  job.timing.time_reference = !impl_->reference.count(spec.id);
+
+  const CallResult call = impl_->call({{"op", "run"}, {"job", job}}, settings_.job_timeout_seconds);
+  GpuJobResult result;
+  switch (call.status) {
+    case CallStatus::ok: result = call.reply.at("result").get<GpuJobResult>(); break;
+    case CallStatus::timeout:
+      result.outcome = Outcome::timeout;
+      result.detail = fmt::format("no result within {} s: the worker was killed and will be restarted",
+                                  settings_.job_timeout_seconds);
+      break;
+    case CallStatus::crashed:
+    case CallStatus::protocol_error:
+      result.outcome = Outcome::runtime_error;
+      result.detail = fmt::format("the worker {} while running the candidate: {}", to_string(call.status),
+                                  call.detail);
+      break;
+    case CallStatus::handler_error:
+      throw Error(fmt::format("GPU worker failed on task {} (a harness fault, not the candidate's): {}",
+                              spec.id, call.reply.dump()));
+  }
+  record.outcome = result.outcome;
+  record.outcome_detail = result.detail;
+  record.trials = result.trials;
+  if (!result.reference_ms.empty()) impl_->reference[spec.id] = summarize(result.reference_ms);
+  if (auto it = impl_->reference.find(spec.id); it != impl_->reference.end()) record.reference = it->second;
+  if (!result.candidate_ms.empty()) record.runtime = summarize(result.candidate_ms);
+
+  RewardInput input;
+  input.task_id = spec.id;
+  input.compiled = true;
+  input.correct = result.outcome == Outcome::ok && record.runtime.has_value();
+  input.reference_ms = record.reference ? record.reference->median_ms : 0.0;
+  input.candidate_ms = record.runtime ? record.runtime->median_ms : 0.0;
+  input.reduced_precision = audit.reduced_precision();
+  if (input.correct) {
+    const bool tf32 = audit.has(PrecisionCategory::tf32);
+    input.floor_ms = floor_ms(spec.flops, spec.min_bytes, peaks(), tf32);
+  }
+  const RewardResult reward = compute_reward(input, settings_.reward);
+  record.speedup = reward.speedup;
+  record.reward = reward.reward;
+  record.flags = reward.flags;
+  if (reward.impossible) {
+    record.outcome = Outcome::impossible;
+    record.outcome_detail = fmt::format(
+        "median {:.4g} ms is below the speed-of-light floor {:.4g} ms ({:.3g} GFLOP, {:.3g} GB at the "
+        "measured peaks) by more than {:.0f}%",
+        input.candidate_ms, input.floor_ms, spec.flops / 1e9, spec.min_bytes / 1e9,
+        settings_.reward.sol_margin * 100);
+  }
+  return done(record);
+}
+
+}  // namespace kbrl

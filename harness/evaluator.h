@@ -1,0 +1,92 @@
+#pragma once
+// The evaluator, parent side: compile (NVRTC, cached, in the parent) -> check and time (in a worker
+// process on the GPU, watched by a watchdog) -> reward -> EvalRecord (-> rollout log). One
+// Evaluator per GPU. Candidate faults become the record's outcome; harness faults throw.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/compile.h"
+#include "harness/eval_record.h"
+#include "harness/gpu_session.h"
+#include "harness/reward.h"
+#include "harness/stats.h"
+
+namespace kbrl {
+
+class RolloutLog;
+class CompileCache;
+
+struct EvalSettings {
+  Scale scale = Scale::kernelbench;
+  TimingMode mode = TimingMode::fast;
+  int trials = 5;
+  double atol = 1e-4;  // today's KernelBench fp32 tolerance; 1e-2 is the reports' legacy setting
+  double rtol = 1e-4;
+  RewardConfig reward;
+  double job_timeout_seconds = 120;  // the watchdog of one GPU job (load, check, time)
+  std::string arch;                  // "" = the device's (arch_for its compute capability)
+  std::filesystem::path cache_dir;   // on-disk compile cache; "" = none
+  std::optional<uint64_t> secret;    // trial seeds derive from it; default: random per Evaluator
+  int device = 0;
+  std::string worker_program;        // the kbrl executable; default: $KBRL_WORKER, else `kbrl`
+                                     // beside this executable, else `kbrl` on PATH
+  size_t compile_threads = 0;        // 0: hardware concurrency
+  std::optional<DevicePeaks> peaks;  // default: measured once by the worker
+
+  /// What changes a result (the record key's settings): never the secret.
+  nlohmann::json key_json() const;
+};
+
+/// "strict" -> 1e-4, "legacy" -> 1e-2 (KernelBench v0/v0.1, the reports' era).
+double parse_tolerance(std::string_view text);
+
+class Evaluator {
+ public:
+  explicit Evaluator(EvalSettings settings);
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
+
+  /// Evaluates one candidate end to end and appends the record to the log when one is attached.
+  EvalRecord evaluate(const Candidate& candidate, const std::string& raw_action = {},
+                      const std::optional<std::string>& policy = std::nullopt);
+
+  /// Evaluates many: compiles them all on the thread pool, then checks and times them one by one.
+  /// Candidates whose record is already in the attached log are skipped (resume).
+  std::vector<EvalRecord> evaluate_all(const std::vector<Candidate>& candidates,
+                                       const std::optional<std::string>& policy = std::nullopt);
+
+  /// Appends every record to `log` from now on (nullptr to stop). The log must outlive the use.
+  void attach_log(RolloutLog* log) { log_ = log; }
+
+  /// The record key of a candidate under these settings (what resume looks up).
+  std::string key(const Candidate& candidate);
+
+  /// Starts the worker when needed and asks its device. Throws kbrl::Error without a GPU.
+  const DeviceInfo& device();
+  const DevicePeaks& peaks();
+  const EvalSettings& settings() const { return settings_; }
+  /// The reference timing of a task at this scale, once measured in this run.
+  std::optional<RuntimeStats> reference_stats(int task_id) const;
+  /// Worker processes started so far (restarts after crashes and timeouts included).
+  int64_t worker_starts() const;
+
+ private:
+  struct Impl;
+  EvalRecord finish(const Candidate& candidate, const CompileResult& compiled,
+                    const std::string& raw_action, const std::optional<std::string>& policy);
+  std::string arch();
+
+  EvalSettings settings_;
+  RolloutLog* log_ = nullptr;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kbrl

@@ -1,0 +1,181 @@
+#include "harness/gpu_protocol.h"
+
+#include <array>
+#include <cstdio>
+
+#include <kbrl/error.h>
+
+#include "harness/worker.h"
+#include "kernels/candidate_json.h"
+
+namespace kbrl {
+namespace {
+
+constexpr std::string_view kAlphabet =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+}  // namespace
+
+std::string base64_encode(std::string_view bytes) {
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
+    for (int s = 18; s >= 0; s -= 6) out += kAlphabet[(v >> s) & 63];
+  }
+  if (i < bytes.size()) {
+    uint32_t v = uint8_t(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) v |= uint8_t(bytes[i + 1]) << 8;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::string base64_decode(std::string_view text) {
+  std::array<int, 256> value;
+  value.fill(-1);
+  for (size_t i = 0; i < kAlphabet.size(); ++i) value[uint8_t(kAlphabet[i])] = static_cast<int>(i);
+  KBRL_CHECK_INPUT(text.size() % 4 == 0, "base64 text of length {} is not a multiple of 4", text.size());
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  for (size_t i = 0; i < text.size(); i += 4) {
+    uint32_t v = 0;
+    int pad = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      const char c = text[i + k];
+      if (c == '=' && i + 4 == text.size() && k >= 2) {
+        ++pad;
+        v <<= 6;
+        continue;
+      }
+      KBRL_CHECK_INPUT(pad == 0 && value[uint8_t(c)] >= 0, "malformed base64 at offset {}", i + k);
+      v = (v << 6) | static_cast<uint32_t>(value[uint8_t(c)]);
+    }
+    out += static_cast<char>((v >> 16) & 0xFF);
+    if (pad < 2) out += static_cast<char>((v >> 8) & 0xFF);
+    if (pad < 1) out += static_cast<char>(v & 0xFF);
+  }
+  return out;
+}
+
+void to_json(nlohmann::json& j, const DeviceInfo& d) {
+  j = {{"name", d.name},         {"arch", d.arch},       {"sm_count", d.sm_count},
+       {"l2_bytes", d.l2_bytes}, {"memory_bytes", d.memory_bytes},
+       {"cc_major", d.cc_major}, {"cc_minor", d.cc_minor}};
+}
+void from_json(const nlohmann::json& j, DeviceInfo& d) {
+  j.at("name").get_to(d.name);
+  j.at("arch").get_to(d.arch);
+  j.at("sm_count").get_to(d.sm_count);
+  j.at("l2_bytes").get_to(d.l2_bytes);
+  j.at("memory_bytes").get_to(d.memory_bytes);
+  j.at("cc_major").get_to(d.cc_major);
+  j.at("cc_minor").get_to(d.cc_minor);
+}
+
+void to_json(nlohmann::json& j, const DevicePeaks& p) {
+  j = {{"copy_bytes_per_s", p.copy_bytes_per_s},
+       {"fp32_flops_per_s", p.fp32_flops_per_s},
+       {"tf32_flops_per_s", p.tf32_flops_per_s}};
+}
+void from_json(const nlohmann::json& j, DevicePeaks& p) {
+  j.at("copy_bytes_per_s").get_to(p.copy_bytes_per_s);
+  j.at("fp32_flops_per_s").get_to(p.fp32_flops_per_s);
+  j.at("tf32_flops_per_s").get_to(p.tf32_flops_per_s);
+}
+
+void to_json(nlohmann::json& j, const TimingSettings& t) {
+  j = {{"target_rel_std", t.stop.target_rel_std},
+       {"min_samples", t.stop.min_samples},
+       {"max_samples", t.stop.max_samples},
+       {"window", t.stop.window},
+       {"time_budget_s", t.stop.time_budget.count()},
+       {"warmups", t.warmups},
+       {"time_reference", t.time_reference}};
+}
+void from_json(const nlohmann::json& j, TimingSettings& t) {
+  j.at("target_rel_std").get_to(t.stop.target_rel_std);
+  j.at("min_samples").get_to(t.stop.min_samples);
+  j.at("max_samples").get_to(t.stop.max_samples);
+  j.at("window").get_to(t.stop.window);
+  t.stop.time_budget = std::chrono::duration<double>(j.at("time_budget_s").get<double>());
+  j.at("warmups").get_to(t.warmups);
+  j.at("time_reference").get_to(t.time_reference);
+}
+
+void to_json(nlohmann::json& j, const GpuJob& job) {
+  j = {{"task_id", job.task_id},
+       {"scale", std::string(to_string(job.scale))},
+       {"candidate", job.candidate},
+       {"cubin_base64", base64_encode(job.cubin)},
+       {"trials", job.check.trials},
+       {"atol", job.check.atol},
+       {"rtol", job.check.rtol},
+       {"secret", job.check.secret},
+       {"timing", job.timing}};
+}
+void from_json(const nlohmann::json& j, GpuJob& job) {
+  j.at("task_id").get_to(job.task_id);
+  job.scale = parse_scale(j.at("scale").get<std::string>());
+  job.candidate = candidate_from_json(j.at("candidate"));
+  job.cubin = base64_decode(j.at("cubin_base64").get<std::string>());
+  j.at("trials").get_to(job.check.trials);
+  j.at("atol").get_to(job.check.atol);
+  j.at("rtol").get_to(job.check.rtol);
+  j.at("secret").get_to(job.check.secret);
+  j.at("timing").get_to(job.timing);
+}
+
+
+void to_json(nlohmann::json& j, const GpuJobResult& r) {
+  j = {{"outcome", std::string(to_string(r.outcome))},
+       {"detail", r.detail},
+       {"trials", r.trials},
+       {"candidate_ms", r.candidate_ms},
+       {"reference_ms", r.reference_ms},
+       {"restart_worker", r.restart_worker}};
+}
+void from_json(const nlohmann::json& j, GpuJobResult& r) {
+  r.outcome = parse_outcome(j.at("outcome").get<std::string>());
+  j.at("detail").get_to(r.detail);
+  j.at("trials").get_to(r.trials);
+  j.at("candidate_ms").get_to(r.candidate_ms);
+  j.at("reference_ms").get_to(r.reference_ms);
+  r.restart_worker = j.value("restart_worker", false);
+}
+
+nlohmann::json handle_gpu_request(GpuSession& session, const nlohmann::json& request) {
+  const std::string op = request.at("op").get<std::string>();
+  if (op == "info") return {{"device", session.device()}};
+  if (op == "peaks") return {{"peaks", session.measure_peaks()}};
+  if (op == "run") {
+    const GpuJobResult result = session.run(request.at("job").get<GpuJob>());
+    nlohmann::json reply = {{"result", result}};
+    if (result.restart_worker) reply[std::string(kRestartWorkerKey)] = true;
+    return reply;
+  }
+  if (op == "time_reference") {
+    return {{"samples_ms", session.time_reference(request.at("task_id").get<int>(),
+                                                  parse_scale(request.at("scale").get<std::string>()),
+                                                  request.at("timing").get<TimingSettings>(),
+                                                  request.at("seed").get<uint64_t>())}};
+  }
+  throw InputError("unknown worker op '" + op + "'");
+}
+
+int run_gpu_worker(int device) {
+  try {
+    GpuSession session(device);
+    return serve(kWorkerRequestFd, kWorkerReplyFd,
+                 [&](const nlohmann::json& request) { return handle_gpu_request(session, request); });
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kbrl worker: %s\n", e.what());
+    return 3;
+  }
+}
+
+}  // namespace kbrl

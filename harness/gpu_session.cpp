@@ -1,0 +1,49 @@
+#include "harness/gpu_session.h"
+
+#include <kbrl/error.h>
+
+#include "harness/cuda_driver.h"
+
+namespace kbrl {
+
+uint64_t trial_seed(uint64_t secret, int task_id, int trial) {
+  // splitmix64 over the three values: distinct, unpredictable without the secret.
+  uint64_t z = secret ^ (0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(task_id + 1)) ^
+               (0xD1B54A32D192ED03ULL * static_cast<uint64_t>(trial + 1));
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return (z ^ (z >> 31)) & 0x7FFFFFFFFFFFFFFFULL;  // torch seeds are taken as uint64; keep it positive
+}
+
+}  // namespace kbrl
+
+#if !defined(KBRL_TORCH_CUDA)
+
+namespace kbrl {
+
+struct GpuSession::Impl {};
+
+namespace {
+constexpr const char* kNoCudaTorch =
+    "this kbrl was built against a libtorch without CUDA (the cpu preset): build with the gpu "
+    "preset on a GPU machine";
+}
+
+bool gpu_available(std::string* reason) {
+  if (reason) *reason = kNoCudaTorch;
+  return false;
+}
+
+GpuSession::GpuSession(int) { throw Error(kNoCudaTorch); }
+GpuSession::~GpuSession() = default;
+const DeviceInfo& GpuSession::device() const { throw Error(kNoCudaTorch); }
+DevicePeaks GpuSession::measure_peaks() { throw Error(kNoCudaTorch); }
+GpuJobResult GpuSession::run(const GpuJob&) { throw Error(kNoCudaTorch); }
+GpuJobResult GpuSession::run_checked(const GpuJob&) { throw Error(kNoCudaTorch); }
+std::vector<double> GpuSession::time_reference(int, Scale, const TimingSettings&, uint64_t) {
+  throw Error(kNoCudaTorch);
+}
+
+}  // namespace kbrl
+
+#endif  // The CUDA implementation is gpu_session_cuda.cpp, built only with a CUDA libtorch.

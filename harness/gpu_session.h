@@ -1,0 +1,92 @@
+#pragma once
+// The GPU side of the evaluator, run inside a worker process (never in the parent): loads a compiled
+// candidate, checks it against the libtorch reference over fresh inputs, and times both. One session
+// per worker process; a sticky CUDA error means the process must be replaced (restart_worker).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness/eval_record.h"  // TrialCheck
+#include "harness/outcome.h"
+#include "harness/reward.h"
+#include "harness/stats.h"
+#include "kernels/candidate.h"
+#include "reference/task.h"
+
+namespace kbrl {
+
+struct DeviceInfo {
+  std::string name;
+  std::string arch;  // NVRTC architecture for this device, e.g. "sm_90a"
+  int sm_count = 0;
+  int64_t l2_bytes = 0;
+  int64_t memory_bytes = 0;
+  int cc_major = 0, cc_minor = 0;
+};
+
+struct CheckSettings {
+  int trials = 5;
+  double atol = 1e-4;
+  double rtol = 1e-4;
+  uint64_t secret = 0;  // the run's secret: trial seeds derive from it, the task and the trial
+};
+
+struct TimingSettings {
+  AdaptiveStopConfig stop = stop_config(TimingMode::fast);  // how many samples (harness/stats.h)
+  int warmups = 3;
+  bool time_reference = true;  // false when the parent already has this task's reference timing
+};
+
+struct GpuJob {
+  int task_id = 0;
+  Scale scale = Scale::kernelbench;
+  Candidate candidate;
+  std::string cubin;  // compiled for this device by the parent
+  CheckSettings check;
+  TimingSettings timing;
+};
+
+struct GpuJobResult {
+  Outcome outcome = Outcome::ok;
+  std::string detail;
+  std::vector<TrialCheck> trials;
+  std::vector<double> candidate_ms;  // timed samples (empty unless every check passed)
+  std::vector<double> reference_ms;
+  bool restart_worker = false;  // a sticky CUDA error poisoned this process's context
+};
+
+class GpuSession {
+ public:
+  /// Opens the device through libtorch and the driver API. Throws kbrl::Error when this build has
+  /// no CUDA libtorch or the machine has no GPU.
+  explicit GpuSession(int device = 0);
+  ~GpuSession();
+  GpuSession(const GpuSession&) = delete;
+  GpuSession& operator=(const GpuSession&) = delete;
+
+  const DeviceInfo& device() const;
+  /// Measures the speed-of-light ceilings: a 1 GiB device-to-device copy (bytes read + written) and
+  /// an 8192^3 libtorch GEMM with TF32 off (fp32) and on (tf32); medians of several runs.
+  DevicePeaks measure_peaks();
+  /// Checks then (if correct) times one candidate. Candidate faults are outcomes, never exceptions.
+  GpuJobResult run(const GpuJob& job);
+  /// Times the task's reference alone (`samples` samples after warm-ups).
+  std::vector<double> time_reference(int task_id, Scale scale, const TimingSettings& timing,
+                                     uint64_t seed);
+
+  struct Impl;
+
+ private:
+  GpuJobResult run_checked(const GpuJob& job);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Whether this build can run GPU sessions (a libtorch with CUDA) and the machine has a GPU, with the
+/// reason when not. Never throws.
+bool gpu_available(std::string* reason = nullptr);
+
+/// The trial seed for (secret, task, trial): what make_inputs is seeded with.
+uint64_t trial_seed(uint64_t secret, int task_id, int trial);
+
+}  // namespace kbrl

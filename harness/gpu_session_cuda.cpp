@@ -1,0 +1,563 @@
+// GpuSession on a CUDA libtorch: buffers and the reference through libtorch, the candidate through
+// the driver API, all on one harness-owned stream. Built only when KBRL_TORCH_CUDA is set.
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+
+#include <kbrl/error.h>
+
+#include "harness/cuda_driver.h"
+#include "harness/gpu_session.h"
+#include "reference/reference_model.h"
+#include "reference/task_registry.h"
+
+namespace kbrl {
+namespace {
+
+constexpr int64_t kGuardBytes = 1 << 20;  // poisoned bytes on each side of every output
+constexpr uint8_t kPoison = 0xFF;         // NaN for float32, -1 for int64
+constexpr int64_t kMaxScratchBytes = int64_t{8} << 30;
+constexpr double kRelL2Factor = 10.0;  // ||out - ref|| / ||ref|| must stay under 10 x rtol
+
+struct RaiiEvent {
+  CUevent event = nullptr;
+  RaiiEvent() { KBRL_CU_CHECK(cuda::driver().event_create(&event, CU_EVENT_DEFAULT)); }
+  ~RaiiEvent() {
+    if (event) cuda::driver().event_destroy(event);
+  }
+  RaiiEvent(const RaiiEvent&) = delete;
+  RaiiEvent& operator=(const RaiiEvent&) = delete;
+};
+
+struct RaiiModule {
+  CUmodule module = nullptr;
+  ~RaiiModule() {
+    if (module) cuda::driver().module_unload(module);
+  }
+};
+
+/// A candidate failure found while running: carried to the outcome, never thrown past run().
+struct CandidateFault {
+  Outcome outcome;
+  std::string detail;
+  bool sticky = false;
+};
+
+/// An output with poisoned guard bands on both sides, in one allocation.
+struct GuardedOutput {
+  torch::Tensor buffer;  // uint8: guard | output bytes | guard
+  torch::Tensor tensor;  // the output view the candidate writes
+  int64_t bytes = 0;
+
+  GuardedOutput(const TensorSpec& spec, torch::Device device) : bytes(spec.bytes()) {
+    buffer = torch::empty({kGuardBytes * 2 + bytes}, torch::TensorOptions().dtype(torch::kUInt8).device(device));
+    tensor = buffer.narrow(0, kGuardBytes, bytes).view(to_torch(spec.dtype)).view(spec.shape);
+  }
+  void poison() { buffer.fill_(kPoison); }
+  bool guards_intact() const {
+    return buffer.narrow(0, 0, kGuardBytes).eq(kPoison).all().item<bool>() &&
+           buffer.narrow(0, kGuardBytes + bytes, kGuardBytes).eq(kPoison).all().item<bool>();
+  }
+  torch::Tensor raw() const { return buffer.narrow(0, kGuardBytes, bytes); }
+};
+
+}  // namespace
+
+struct GpuSession::Impl {
+  int device_index = 0;
+  torch::Device device{torch::kCUDA, 0};
+  DeviceInfo info;
+  c10::cuda::CUDAStream stream = c10::cuda::getDefaultCUDAStream();
+  torch::Tensor l2_flush;  // 2x L2, written before every timed sample
+  std::map<std::pair<int, Scale>, ReferenceModel> references;
+
+  CUstream cu_stream() const { return reinterpret_cast<CUstream>(stream.stream()); }
+
+  ReferenceModel& reference(const TaskSpec& spec) {
+    auto key = std::make_pair(spec.id, spec.scale);
+    auto it = references.find(key);
+    if (it == references.end()) {
+      ReferenceModel model = make_reference(spec);
+      model.to(device);
+      it = references.emplace(key, std::move(model)).first;
+    }
+    return it->second;
+  }
+
+  void flush_l2() { l2_flush.zero_(); }
+
+  /// Times `fn` on the harness stream between driver events, after an L2 flush.
+  template <typename Fn>
+  double timed_sample(Fn&& fn) {
+    RaiiEvent start, stop;
+    flush_l2();
+    KBRL_CU_CHECK(cuda::driver().event_record(start.event, cu_stream()));
+    fn();
+    KBRL_CU_CHECK(cuda::driver().event_record(stop.event, cu_stream()));
+    KBRL_CU_CHECK(cuda::driver().event_synchronize(stop.event));
+    float ms = 0;
+    KBRL_CU_CHECK(cuda::driver().event_elapsed_time(&ms, start.event, stop.event));
+    return ms;
+  }
+};
+
+namespace {
+
+struct LoadedCandidate {
+  RaiiModule module;
+  std::vector<CUfunction> functions;  // one per launch
+};
+
+std::optional<CandidateFault> load_candidate(const GpuJob& job, LoadedCandidate& loaded) {
+  const auto& api = cuda::driver();
+  if (CUresult r = api.module_load_data_ex(&loaded.module.module, job.cubin.data(), 0, nullptr, nullptr);
+      r != CUDA_SUCCESS)
+    return CandidateFault{Outcome::load_error, "module load failed: " + cuda::describe(r), cuda::is_sticky(r)};
+  if (job.candidate.launches.empty())
+    return CandidateFault{Outcome::launch_error, "the launch plan is empty", false};
+  for (const auto& launch : job.candidate.launches) {
+    CUfunction fn = nullptr;
+    if (CUresult r = api.module_get_function(&fn, loaded.module.module, launch.kernel.c_str());
+        r != CUDA_SUCCESS)
+      return CandidateFault{Outcome::load_error,
+                            "kernel '" + launch.kernel + "' not found in the module (is it extern \"C\"?): " +
+                                cuda::describe(r),
+                            false};
+    if (launch.shared_bytes > 48 * 1024) {
+      if (CUresult r = api.func_set_attribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                              static_cast<int>(launch.shared_bytes));
+          r != CUDA_SUCCESS)
+        return CandidateFault{Outcome::launch_error,
+                              fmt::format("kernel '{}' cannot have {} bytes of dynamic shared memory: {}",
+                                          launch.kernel, launch.shared_bytes, cuda::describe(r)),
+                              cuda::is_sticky(r)};
+    }
+    loaded.functions.push_back(fn);
+  }
+  return std::nullopt;
+}
+
+/// The device buffers one run of the candidate sees.
+struct Bindings {
+  const Tensors* inputs = nullptr;
+  const Tensors* parameters = nullptr;
+  std::vector<torch::Tensor> outputs;
+  std::vector<torch::Tensor> scratch;
+  const std::vector<ScalarSpec>* scalars = nullptr;
+};
+
+/// Argument storage for one launch: 8-byte slots whose addresses go to cuLaunchKernel.
+struct ArgBlock {
+  std::vector<uint64_t> slots;
+  std::vector<void*> pointers;
+};
+
+std::optional<CandidateFault> build_args(const Launch& launch, const Bindings& b, ArgBlock& block) {
+  block.slots.assign(launch.args.size(), 0);
+  block.pointers.clear();
+  auto tensor_at = [&](const std::vector<torch::Tensor>& list, int i, const char* what)
+      -> std::optional<torch::Tensor> {
+    if (i < 0 || i >= static_cast<int>(list.size())) return std::nullopt;
+    (void)what;
+    return list[i];
+  };
+  for (size_t a = 0; a < launch.args.size(); ++a) {
+    const KernelArg& arg = launch.args[a];
+    uint64_t& slot = block.slots[a];
+    std::optional<torch::Tensor> t;
+    switch (arg.kind) {
+      case ArgKind::input: t = tensor_at(*b.inputs, arg.index, "input"); break;
+      case ArgKind::parameter: t = tensor_at(*b.parameters, arg.index, "parameter"); break;
+      case ArgKind::output: t = tensor_at(b.outputs, arg.index, "output"); break;
+      case ArgKind::scratch: t = tensor_at(b.scratch, arg.index, "scratch"); break;
+      case ArgKind::task_scalar: {
+        if (arg.index < 0 || arg.index >= static_cast<int>(b.scalars->size()))
+          return CandidateFault{Outcome::launch_error, fmt::format("no task scalar {}", arg.index)};
+        const float v = static_cast<float>((*b.scalars)[arg.index].value);
+        std::memcpy(&slot, &v, sizeof v);
+        break;
+      }
+      case ArgKind::f32: {
+        const float v = static_cast<float>(arg.value);
+        std::memcpy(&slot, &v, sizeof v);
+        break;
+      }
+      case ArgKind::i32: {
+        const int32_t v = static_cast<int32_t>(arg.ivalue);
+        std::memcpy(&slot, &v, sizeof v);
+        break;
+      }
+      case ArgKind::i64: slot = static_cast<uint64_t>(arg.ivalue); break;
+    }
+    const bool is_tensor = arg.kind == ArgKind::input || arg.kind == ArgKind::parameter ||
+                           arg.kind == ArgKind::output || arg.kind == ArgKind::scratch;
+    if (is_tensor) {
+      if (!t)
+        return CandidateFault{Outcome::launch_error,
+                              fmt::format("launch '{}' argument {} refers to a missing tensor (index {})",
+                                          launch.kernel, a, arg.index)};
+      slot = reinterpret_cast<uint64_t>(t->data_ptr());
+    }
+    block.pointers.push_back(&slot);
+  }
+  return std::nullopt;
+}
+
+/// Enqueues every launch of the plan on the stream (no synchronisation).
+std::optional<CandidateFault> enqueue(const GpuJob& job, const LoadedCandidate& loaded,
+                                      const Bindings& bindings, CUstream stream) {
+  const auto& api = cuda::driver();
+  for (size_t i = 0; i < job.candidate.launches.size(); ++i) {
+    const Launch& l = job.candidate.launches[i];
+    ArgBlock args;
+    if (auto fault = build_args(l, bindings, args)) return fault;
+    CUresult r = api.launch_kernel(loaded.functions[i], l.grid.x, l.grid.y, l.grid.z, l.block.x,
+                                   l.block.y, l.block.z, l.shared_bytes, stream,
+                                   args.pointers.data(), nullptr);
+    if (r != CUDA_SUCCESS)
+      return CandidateFault{cuda::is_sticky(r) ? Outcome::runtime_error : Outcome::launch_error,
+                            fmt::format("launch {} ('{}', grid {}x{}x{}, block {}x{}x{}, {} B shared): {}",
+                                        i, l.kernel, l.grid.x, l.grid.y, l.grid.z, l.block.x,
+                                        l.block.y, l.block.z, l.shared_bytes, cuda::describe(r)),
+                            cuda::is_sticky(r)};
+  }
+  return std::nullopt;
+}
+
+std::optional<CandidateFault> synchronize(CUstream stream) {
+  CUresult r = cuda::driver().stream_synchronize(stream);
+  if (r == CUDA_SUCCESS) return std::nullopt;
+  return CandidateFault{Outcome::runtime_error, "the candidate faulted: " + cuda::describe(r),
+                        cuda::is_sticky(r)};
+}
+
+/// Compares one output with the reference: NaN/Inf fail, then |ref - out| <= atol + rtol*|ref|.
+TrialCheck compare(const torch::Tensor& out, const torch::Tensor& ref, const CheckSettings& s) {
+  TrialCheck check;
+  if (out.scalar_type() != ref.scalar_type() || out.sizes() != ref.sizes()) {
+    check.failure = "output shape or dtype differs from the reference";
+    return check;
+  }
+  if (!out.is_floating_point()) {
+    const int64_t mismatches = out.ne(ref).sum().item<int64_t>();
+    check.max_abs_error = mismatches ? (out - ref).abs().max().item<double>() : 0.0;
+    check.passed = mismatches == 0;
+    if (!check.passed) check.failure = fmt::format("{} of {} elements differ", mismatches, out.numel());
+    return check;
+  }
+  const auto o = out.to(torch::kFloat64), r = ref.to(torch::kFloat64);
+  const int64_t non_finite = (~torch::isfinite(o)).sum().item<int64_t>();
+  const auto diff = (o - r).abs();
+  if (non_finite > 0) {
+    check.max_abs_error = check.max_rel_error = INFINITY;
+    check.failure = fmt::format("{} of {} output elements are NaN or Inf (unwritten outputs stay NaN)",
+                               non_finite, out.numel());
+    return check;
+  }
+  check.max_abs_error = diff.numel() ? diff.max().item<double>() : 0.0;
+  check.max_rel_error = diff.numel() ? (diff / r.abs().clamp_min(1e-30)).max().item<double>() : 0.0;
+  const auto excess = diff - (s.atol + s.rtol * r.abs());
+  const int64_t bad = excess.gt(0).sum().item<int64_t>();
+  check.passed = bad == 0;
+  if (!check.passed) {
+    check.failure = fmt::format("{} of {} elements outside atol={:g} rtol={:g} (max abs error {:.3g})",
+                                bad, out.numel(), s.atol, s.rtol, check.max_abs_error);
+    return check;
+  }
+  // allclose alone passes an all-zero output wherever |ref| is far below atol (softmax over 393216
+  // columns: every value is ~2.5e-6). The relative L2 error of the whole output closes that hole.
+  const double ref_norm = r.norm().item<double>();
+  const double rel_l2 = ref_norm > 0 ? diff.norm().item<double>() / ref_norm : 0.0;
+  if (rel_l2 > kRelL2Factor * s.rtol) {
+    check.passed = false;
+    check.failure = fmt::format("relative L2 error {:.3g} exceeds {:g} (= {} x rtol) although allclose passed",
+                                rel_l2, kRelL2Factor * s.rtol, kRelL2Factor);
+  }
+  return check;
+}
+
+std::vector<double> scalars_of(const TaskSpec& spec) {
+  std::vector<double> v;
+  for (const auto& s : spec.scalars) v.push_back(s.value);
+  return v;
+}
+
+}  // namespace
+
+bool gpu_available(std::string* reason) {
+  const auto& status = cuda::driver_status();
+  if (!status.available) {
+    if (reason) *reason = status.reason;
+    return false;
+  }
+  if (!torch::cuda::is_available()) {
+    if (reason) *reason = "libtorch sees no CUDA device";
+    return false;
+  }
+  return true;
+}
+
+GpuSession::GpuSession(int device) : impl_(std::make_unique<Impl>()) {
+  std::string reason;
+  if (!gpu_available(&reason)) throw Error("no GPU: " + reason);
+  Impl& s = *impl_;
+  s.device_index = device;
+  s.device = torch::Device(torch::kCUDA, device);
+  c10::cuda::set_device(device);
+  // Reference numerics as KernelBench's fp32 semantics: no TF32 in matmul or cuDNN.
+  at::globalContext().setAllowTF32CuBLAS(false);
+  at::globalContext().setAllowTF32CuDNN(false);
+  torch::empty({1}, torch::TensorOptions().device(s.device));  // creates the primary context
+  const auto& api = cuda::driver();
+  CUdevice dev = 0;
+  KBRL_CU_CHECK(api.device_get(&dev, device));
+  CUcontext ctx = nullptr;
+  KBRL_CU_CHECK(api.primary_ctx_retain(&ctx, dev));
+  KBRL_CU_CHECK(api.ctx_set_current(ctx));
+  char name[256] = {};
+  KBRL_CU_CHECK(api.device_get_name(name, sizeof name, dev));
+  auto attr = [&](CUdevice_attribute a) {
+    int v = 0;
+    KBRL_CU_CHECK(api.device_get_attribute(&v, a, dev));
+    return v;
+  };
+  DeviceInfo& info = s.info;
+  info.name = name;
+  info.cc_major = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  info.cc_minor = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  info.sm_count = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  info.l2_bytes = attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+  info.memory_bytes = static_cast<int64_t>(at::cuda::getDeviceProperties(device)->totalGlobalMem);
+  info.arch = fmt::format("sm_{}{}{}", info.cc_major, info.cc_minor,
+                          info.cc_major == 9 && info.cc_minor == 0 ? "a" : "");
+  s.stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
+  c10::cuda::setCurrentCUDAStream(s.stream);
+  s.l2_flush = torch::empty({2 * info.l2_bytes / 4 + 1}, torch::TensorOptions().dtype(torch::kInt32).device(s.device));
+}
+
+GpuSession::~GpuSession() = default;
+
+const DeviceInfo& GpuSession::device() const { return impl_->info; }
+
+DevicePeaks GpuSession::measure_peaks() {
+  Impl& s = *impl_;
+  torch::NoGradGuard no_grad;
+  DevicePeaks peaks;
+  auto median_ms = [&](auto&& fn, int n) {
+    std::vector<double> ms;
+    for (int i = 0; i < 2; ++i) fn();
+    for (int i = 0; i < n; ++i) ms.push_back(s.timed_sample(fn));
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+  };
+  const auto opts = torch::TensorOptions().device(s.device);
+  {
+    const int64_t n = int64_t{1} << 28;  // 1 GiB of float32
+    auto a = torch::rand({n}, opts), b = torch::empty({n}, opts);
+    const double ms = median_ms([&] { b.copy_(a); }, 10);
+    peaks.copy_bytes_per_s = 2.0 * 4.0 * static_cast<double>(n) / (ms * 1e-3);
+  }
+  {
+    const int64_t n = 8192;
+    auto a = torch::rand({n, n}, opts), b = torch::rand({n, n}, opts);
+    const double flops = 2.0 * n * n * n;
+    peaks.fp32_flops_per_s = flops / (median_ms([&] { torch::matmul(a, b); }, 5) * 1e-3);
+    at::globalContext().setAllowTF32CuBLAS(true);
+    peaks.tf32_flops_per_s = flops / (median_ms([&] { torch::matmul(a, b); }, 5) * 1e-3);
+    at::globalContext().setAllowTF32CuBLAS(false);
+  }
+  return peaks;
+}
+
+std::vector<double> GpuSession::time_reference(int task_id, Scale scale, const TimingSettings& timing,
+                                               uint64_t seed) {
+  Impl& s = *impl_;
+  torch::NoGradGuard no_grad;
+  const TaskSpec spec = task_spec(task_id, scale);
+  ReferenceModel& model = s.reference(spec);
+  const Tensors inputs = make_inputs(spec, seed, s.device);
+  const auto scalars = scalars_of(spec);
+  for (int i = 0; i < timing.warmups; ++i) model(inputs, scalars);
+  AdaptiveStop stop(timing.stop);
+  while (!stop.add(s.timed_sample([&] { model(inputs, scalars); }))) {
+  }
+  return stop.samples();
+}
+
+GpuJobResult GpuSession::run(const GpuJob& job) {
+  // A candidate that faults can break the context under libtorch's feet: any CUDA failure that
+  // escapes the checks below is the candidate's runtime error, and this process must be replaced.
+  try {
+    return run_checked(job);
+  } catch (const ApiError& e) {
+    GpuJobResult r;
+    r.outcome = Outcome::runtime_error;
+    r.detail = e.what();
+    r.restart_worker = true;
+    return r;
+  } catch (const c10::Error& e) {
+    GpuJobResult r;
+    r.outcome = Outcome::runtime_error;
+    r.detail = std::string("CUDA failure after the candidate ran: ") + e.what_without_backtrace();
+    r.restart_worker = true;
+    return r;
+  }
+}
+
+GpuJobResult GpuSession::run_checked(const GpuJob& job) {
+  Impl& s = *impl_;
+  torch::NoGradGuard no_grad;
+  GpuJobResult result;
+  auto fail = [&](const CandidateFault& f) {
+    result.outcome = f.outcome;
+    result.detail = f.detail;
+    result.restart_worker = f.sticky;
+    return result;
+  };
+
+  const TaskSpec spec = task_spec(job.task_id, job.scale);
+  ReferenceModel& model = s.reference(spec);
+  const Tensors params = model.parameters();
+  const auto scalars = scalars_of(spec);
+
+  LoadedCandidate loaded;
+  if (auto fault = load_candidate(job, loaded)) return fail(*fault);
+
+  // Scratch buffers, as declared by the plan.
+  Bindings bindings;
+  bindings.parameters = &params;
+  bindings.scalars = &spec.scalars;
+  int64_t scratch_total = 0;
+  for (const auto& sb : job.candidate.scratch) {
+    scratch_total += std::max<int64_t>(sb.bytes, 0);
+    if (sb.bytes <= 0 || scratch_total > kMaxScratchBytes)
+      return fail({Outcome::launch_error,
+                   fmt::format("scratch '{}' of {} bytes: each must be positive and all together at most {} bytes",
+                               sb.name, sb.bytes, kMaxScratchBytes)});
+    bindings.scratch.push_back(torch::empty({sb.bytes}, torch::TensorOptions().dtype(torch::kUInt8).device(s.device)));
+  }
+  std::vector<GuardedOutput> outputs;
+  for (const auto& o : spec.outputs) outputs.emplace_back(o, s.device);
+  for (auto& o : outputs) bindings.outputs.push_back(o.tensor);
+
+  Tensors inputs;
+  const Tensors param_snapshot = [&] {
+    Tensors snap;
+    for (const auto& p : params) snap.push_back(p.detach().clone());
+    return snap;
+  }();
+
+  // Runs the plan once over freshly poisoned outputs; returns a fault or nothing.
+  auto run_once = [&]() -> std::optional<CandidateFault> {
+    for (auto& o : outputs) o.poison();
+    if (auto fault = enqueue(job, loaded, bindings, s.cu_stream())) return fault;
+    if (auto fault = synchronize(s.cu_stream())) return fault;
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (!outputs[i].guards_intact())
+        return CandidateFault{Outcome::guard_violation,
+                              fmt::format("the candidate wrote outside output '{}' (into its guard band)",
+                                          spec.outputs[i].name)};
+    return std::nullopt;
+  };
+
+  Tensors expected;
+  for (int trial = 0; trial < job.check.trials; ++trial) {
+    inputs = make_inputs(spec, trial_seed(job.check.secret, spec.id, trial), s.device);
+    bindings.inputs = &inputs;
+    expected = model(inputs, scalars);
+    Tensors input_snapshot;
+    for (const auto& t : inputs) input_snapshot.push_back(t.clone());
+
+    if (auto fault = run_once()) return fail(*fault);
+    std::vector<torch::Tensor> first;
+    for (auto& o : outputs) first.push_back(o.raw().clone());
+    if (auto fault = run_once()) return fail(*fault);
+
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (!torch::equal(inputs[i], input_snapshot[i]))
+        return fail({Outcome::input_mutated,
+                     fmt::format("trial {}: input '{}' changed", trial, spec.inputs[i].name)});
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (!torch::equal(params[i], param_snapshot[i])) {
+        // Restore the cached reference's parameters before reporting, so later jobs are unaffected.
+        for (size_t j = 0; j < params.size(); ++j) params[j].detach().copy_(param_snapshot[j]);
+        return fail({Outcome::input_mutated,
+                     fmt::format("trial {}: parameter '{}' changed", trial, spec.parameters[i].name)});
+      }
+    }
+
+    TrialCheck check;
+    check.trial = trial;
+    check.seed_id = fmt::format("trial-{}", trial);
+    check.passed = true;
+    for (size_t i = 0; i < outputs.size() && check.passed; ++i) {
+      const TrialCheck c = compare(outputs[i].tensor, expected[i], job.check);
+      check.max_abs_error = std::max(check.max_abs_error, c.max_abs_error);
+      check.max_rel_error = std::max(check.max_rel_error, c.max_rel_error);
+      if (!c.passed) {
+        check.passed = false;
+        check.failure = fmt::format("output '{}': {}", spec.outputs[i].name, c.failure);
+      }
+    }
+    result.trials.push_back(check);
+    if (!check.passed) {
+      result.outcome = Outcome::wrong_answer;
+      result.detail = fmt::format("trial {}: {}", trial, check.failure);
+      return result;
+    }
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (!torch::equal(first[i], outputs[i].raw()))
+        return fail({Outcome::nondeterministic,
+                     fmt::format("trial {}: two runs on the same inputs gave different bytes in output '{}'",
+                                 trial, spec.outputs[i].name)});
+  }
+
+  // Timing: warm-ups, then samples interleaved with the reference's, each after an L2 flush. The
+  // outputs are poisoned before every run (outside the timed region), so a candidate cannot tell a
+  // timed run from a checked one, and the last timed run's output is checked again afterwards.
+  std::optional<CandidateFault> fault;
+  auto candidate_once = [&] {
+    if (!fault) fault = enqueue(job, loaded, bindings, s.cu_stream());
+  };
+  auto poison_outputs = [&] {
+    for (auto& o : outputs) o.poison();
+  };
+  auto reference_once = [&] { model(inputs, scalars); };
+  for (int i = 0; i < job.timing.warmups; ++i) {
+    poison_outputs();
+    candidate_once();
+    if (job.timing.time_reference) reference_once();
+  }
+  if (!fault) fault = synchronize(s.cu_stream());
+  if (fault) return fail(*fault);
+  AdaptiveStop stop(job.timing.stop);
+  do {
+    poison_outputs();
+    const double ms = s.timed_sample(candidate_once);
+    if (fault) return fail(*fault);
+    result.candidate_ms.push_back(ms);
+    if (job.timing.time_reference) result.reference_ms.push_back(s.timed_sample(reference_once));
+  } while (!stop.add(result.candidate_ms.back()));
+  // A fault during timing (a candidate that breaks only later) is still a fault, and so is a wrong
+  // answer from the runs that were timed.
+  if (auto late = synchronize(s.cu_stream())) return fail(*late);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const TrialCheck c = compare(outputs[i].tensor, expected[i], job.check);
+    if (!c.passed)
+      return fail({Outcome::wrong_answer,
+                   fmt::format("the output of the timed runs differs from the checked one: output '{}': {}",
+                               spec.outputs[i].name, c.failure)});
+    if (!outputs[i].guards_intact())
+      return fail({Outcome::guard_violation,
+                   fmt::format("a timed run wrote outside output '{}'", spec.outputs[i].name)});
+  }
+  return result;
+}
+
+}  // namespace kbrl
