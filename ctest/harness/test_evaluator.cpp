@@ -1,0 +1,84 @@
+// The evaluator on a machine without a GPU: compile errors are recorded without one, anything that
+// needs the GPU fails with a clear error, and bad settings are input errors.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <kbrl/error.h>
+
+#include "harness/evaluator.h"
+#include "harness/rollout_log.h"
+#include "kernels/candidate_file.h"
+#include "reference/task_registry.h"
+
+namespace kbrl {
+namespace {
+
+EvalSettings cpu_settings() {
+  EvalSettings s;
+  s.scale = Scale::small;
+  s.arch = "sm_90a";  // explicit: there is no device to ask
+  s.worker_program = KBRL_CLI;
+  return s;
+}
+
+Candidate broken_candidate() {
+  Candidate c;
+  c.task_id = 19;
+  c.source = "extern \"C\" __global__ void relu(const float* x, float* y) { this is not C++ }";
+  c.launches = {{"relu", {1, 1, 1}, {32, 1, 1}, 0, {{ArgKind::input, 0}, {ArgKind::output, 0}}}};
+  return c;
+}
+
+TEST(Evaluator, CompileErrorIsRecordedWithoutAGpu) {
+  Evaluator evaluator(cpu_settings());
+  const auto path = std::filesystem::temp_directory_path() / "kbrl-test-evaluator-cpu.jsonl";
+  std::filesystem::remove(path);
+  RolloutLog log(path);
+  evaluator.attach_log(&log);
+  const EvalRecord r = evaluator.evaluate(broken_candidate(), "raw text", "unit-test");
+  EXPECT_EQ(r.outcome, Outcome::compile_error);
+  EXPECT_FALSE(r.compile.ok);
+  EXPECT_FALSE(r.compile.log.empty());
+  EXPECT_EQ(r.reward, 0.0);
+  EXPECT_EQ(r.raw_action, "raw text");
+  EXPECT_EQ(log.size(), 1u);
+  EXPECT_TRUE(log.contains(r.key));
+  EXPECT_EQ(r.key, evaluator.key(broken_candidate()));
+}
+
+TEST(Evaluator, RunningWithoutAGpuIsAClearError) {
+  std::string reason;
+  if (gpu_available(&reason)) GTEST_SKIP() << "this machine has a GPU: the gpu tests cover it";
+  Evaluator evaluator(cpu_settings());
+  Candidate c = parse_candidate_file(
+      "// kbrl: launch relu grid=cdiv(numel(x),256) block=256 args=in:x,out:y,i64:numel(x)\n"
+      "extern \"C\" __global__ void relu(const float* x, float* y, long long n) {\n"
+      "  long long i = blockIdx.x * 256ll + threadIdx.x; if (i < n) y[i] = x[i] > 0 ? x[i] : 0; }\n",
+      task_spec(19, Scale::small));
+  try {
+    evaluator.evaluate(c);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no GPU"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Evaluator, BadSettingsAndTasksAreInputErrors) {
+  EvalSettings s = cpu_settings();
+  s.trials = 0;
+  EXPECT_THROW(Evaluator{s}, InputError);
+  s = cpu_settings();
+  s.job_timeout_seconds = 0;
+  EXPECT_THROW(Evaluator{s}, InputError);
+  Evaluator evaluator(cpu_settings());
+  Candidate c = broken_candidate();
+  c.task_id = 777;
+  EXPECT_THROW(evaluator.evaluate(c), InputError);
+  EXPECT_DOUBLE_EQ(parse_tolerance("strict"), 1e-4);
+  EXPECT_DOUBLE_EQ(parse_tolerance("legacy"), 1e-2);
+  EXPECT_THROW(parse_tolerance("loose"), InputError);
+}
+
+}  // namespace
+}  // namespace kbrl

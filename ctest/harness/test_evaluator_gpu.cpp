@@ -1,0 +1,122 @@
+// The evaluator end to end on a GPU (label gpu; skipped where there is none): every known-good
+// kernel passes at kernelbench scale, every adversarial kernel gets its outcome, and after each of
+// them a known-good kernel still evaluates correctly. Results are also printed as a table.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "harness/evaluator.h"
+#include "harness/gpu_session.h"
+#include "harness/rollout_log.h"
+#include "kernels/candidate_file.h"
+#include "kernels/kernel_catalog.h"
+#include "reference/task_registry.h"
+
+namespace kbrl {
+namespace {
+
+EvalSettings gpu_settings() {
+  EvalSettings s;
+  s.scale = Scale::kernelbench;
+  s.mode = TimingMode::fast;
+  s.job_timeout_seconds = 20;  // the infinite loop costs this much
+  s.worker_program = KBRL_CLI;
+  s.cache_dir = std::filesystem::temp_directory_path() / "kbrl-test-evaluator-gpu-cache";
+  s.secret = 20261122;
+  return s;
+}
+
+Candidate load(const CatalogKernel& k, Scale scale = Scale::kernelbench) {
+  return parse_candidate_file(kernel_source(k), task_spec(k.task_id, scale), k.file);
+}
+
+class EvaluatorGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string reason;
+    if (!gpu_available(&reason)) GTEST_SKIP() << "no GPU: " << reason;
+  }
+  static Evaluator& evaluator() {
+    static Evaluator instance(gpu_settings());
+    return instance;
+  }
+};
+
+void print_row(const CatalogKernel& k, const EvalRecord& r) {
+  std::printf("%-28s task %3d  %-16s expected %-16s speedup %7.3f  %s\n", k.name.c_str(), k.task_id,
+              std::string(to_string(r.outcome)).c_str(), std::string(to_string(k.expected)).c_str(),
+              r.speedup, r.outcome_detail.substr(0, 150).c_str());
+  std::fflush(stdout);
+}
+
+TEST_F(EvaluatorGpu, KnownGoodKernelsPassAtKernelBenchScale) {
+  for (const auto& k : known_good_kernels()) {
+    SCOPED_TRACE(k.name);
+    const EvalRecord r = evaluator().evaluate(load(k), "", "known_good");
+    print_row(k, r);
+    EXPECT_EQ(r.outcome, Outcome::ok) << r.outcome_detail;
+    EXPECT_EQ(r.trials.size(), 5u);
+    ASSERT_TRUE(r.runtime.has_value());
+    ASSERT_TRUE(r.reference.has_value());
+    EXPECT_GT(r.speedup, 0.0);
+    EXPECT_TRUE(r.compile.precision_findings.empty());
+  }
+}
+
+TEST_F(EvaluatorGpu, AdversarialKernelsGetTheirOutcomeAndLeaveTheHarnessIntact) {
+  const CatalogKernel* relu = find_catalog_kernel("relu");
+  ASSERT_NE(relu, nullptr);
+  const Candidate good = load(*relu);
+  for (const auto& k : adversarial_kernels()) {
+    SCOPED_TRACE(k.name);
+    const EvalRecord r = evaluator().evaluate(load(k), "", "adversarial");
+    print_row(k, r);
+    EXPECT_EQ(r.outcome, k.expected) << r.outcome_detail;
+    EXPECT_EQ(r.reward, 0.0);
+    const EvalRecord after = evaluator().evaluate(good, "", "known_good");
+    EXPECT_EQ(after.outcome, Outcome::ok) << "after " << k.name << ": " << after.outcome_detail;
+  }
+  EXPECT_GT(evaluator().worker_starts(), 1) << "faulting kernels must have cost the worker its life";
+}
+
+TEST_F(EvaluatorGpu, LegacyToleranceAcceptsHalfPrecisionReluStrictDoesNot) {
+  EvalSettings legacy = gpu_settings();
+  legacy.atol = legacy.rtol = 1e-2;
+  Evaluator lenient(legacy);
+  const CatalogKernel* half = find_catalog_kernel("half_precision");
+  ASSERT_NE(half, nullptr);
+  const EvalRecord r = lenient.evaluate(load(*half));
+  EXPECT_EQ(r.outcome, Outcome::ok) << r.outcome_detail;
+  EXPECT_FALSE(r.compile.precision_findings.empty()) << "the audit must see the fp16 conversions";
+}
+
+TEST_F(EvaluatorGpu, LogResumesAndReplayAgrees) {
+  const auto path = std::filesystem::temp_directory_path() / "kbrl-test-evaluator-gpu.jsonl";
+  std::filesystem::remove(path);
+  std::vector<Candidate> candidates = {load(*find_catalog_kernel("relu")),
+                                       load(*find_catalog_kernel("nan_output")),
+                                       load(*find_catalog_kernel("sum_dim1"))};
+  {
+    RolloutLog log(path);
+    evaluator().attach_log(&log);
+    const auto records = evaluator().evaluate_all(candidates);
+    evaluator().attach_log(nullptr);
+    ASSERT_EQ(records.size(), 3u);
+    EXPECT_EQ(log.size(), 3u);
+    // Resume: everything is logged, so nothing is evaluated again.
+    evaluator().attach_log(&log);
+    EXPECT_TRUE(evaluator().evaluate_all(candidates).empty());
+    evaluator().attach_log(nullptr);
+  }
+  const auto logged = read_rollout_log(path);
+  ASSERT_EQ(logged.size(), 3u);
+  for (const auto& record : logged) {
+    const EvalRecord again = evaluator().evaluate(record.candidate);
+    EXPECT_EQ(again.outcome, record.outcome) << record.task_name;
+    EXPECT_EQ(again.key, record.key);
+  }
+}
+
+}  // namespace
+}  // namespace kbrl
