@@ -66,8 +66,9 @@ class GpuSession {
   GpuSession& operator=(const GpuSession&) = delete;
 
   const DeviceInfo& device() const;
-  /// Measures the speed-of-light ceilings: a 1 GiB device-to-device copy (bytes read + written) and
-  /// an 8192^3 libtorch GEMM with TF32 off (fp32) and on (tf32); medians of several runs.
+  /// Measures the speed-of-light ceilings: the best bandwidth of libtorch's copy (bytes read +
+  /// written), read (sum) and write (fill) of 2 GiB, and an 8192^3 libtorch GEMM with TF32 off (fp32)
+  /// and on (tf32); the fastest of several runs each.
   DevicePeaks measure_peaks();
   /// Checks then (if correct) times one candidate. Candidate faults are outcomes, never exceptions.
   GpuJobResult run(const GpuJob& job);

@@ -66,7 +66,8 @@ PrecisionCategory parse_precision_category(std::string_view text);  // throws In
 /// Does `policy` fail a candidate with this audit? (reject and any finding.)
 bool precision_rejected(const PrecisionAudit& audit, PrecisionPolicy policy);
 
-/// The whole audit: options, source, PTX, and SASS when `cubin` is given and a SASS tool is found.
+/// The whole audit: options, source, PTX, and SASS when `cubin` is given, KBRL_SASS_AUDIT=1 and a
+/// SASS tool is found (off by default: slow, and ptxas uses HFMA2.MMA as a move in fp32 code).
 PrecisionAudit audit_precision(std::string_view source, const std::vector<std::string>& options,
                                std::string_view ptx, std::string_view cubin = {});
 

@@ -100,9 +100,10 @@ TEST(SpeedOfLight, FloorIsTheSlowerOfBandwidthAndCompute) {
   EXPECT_DOUBLE_EQ(floor_ms(1.2e11, 0.0, {0, 60e12, 0}, true), 2.0);  // unknown tf32 -> fp32
   EXPECT_EQ(floor_ms(1e12, 1e12, DevicePeaks{}, false), 0.0);   // nothing known: no floor
 
-  EXPECT_TRUE(is_impossible(0.85, 1.0));
-  EXPECT_FALSE(is_impossible(0.95, 1.0));  // inside the 10% margin
-  EXPECT_FALSE(is_impossible(0.85, 1.0, 0.2));
+  EXPECT_TRUE(is_impossible(0.85, 1.0, 0.10));
+  EXPECT_FALSE(is_impossible(0.95, 1.0, 0.10));
+  EXPECT_FALSE(is_impossible(0.85, 1.0));  // inside the default 20% margin
+  EXPECT_TRUE(is_impossible(0.75, 1.0));
   EXPECT_FALSE(is_impossible(1e-9, 0.0));  // unknown floor
 }
 
