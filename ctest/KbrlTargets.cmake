@@ -16,7 +16,11 @@ message(STATUS "kbrl: libtorch ${Torch_VERSION} (CUDA: ${KBRL_TORCH_CUDA})")
 # kbrl_use_torch(target): link libtorch and precompile its header for that target.
 # Keep the number of translation units that include torch small: each costs seconds to compile.
 function(kbrl_use_torch target)
-  target_link_libraries(${target} PUBLIC ${TORCH_LIBRARIES})
+  # libstdc++ is listed before libtorch: the PyPI libtorch.so (2.11) exports its own copies of
+  # std::filesystem functions, and remove_all from there crashes (seen on the GPU machine). With
+  # libstdc++ earlier in DT_NEEDED, the dynamic linker binds those names to libstdc++'s.
+  target_link_libraries(${target} PUBLIC "-Wl,--push-state,--no-as-needed" stdc++ "-Wl,--pop-state"
+                                         ${TORCH_LIBRARIES})
   target_include_directories(${target} SYSTEM PUBLIC ${TORCH_INCLUDE_DIRS})
   if(TORCH_CXX_FLAGS)
     separate_arguments(_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")

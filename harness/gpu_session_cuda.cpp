@@ -13,6 +13,7 @@
 
 #include <kbrl/error.h>
 
+#include "harness/compare_kernel.h"
 #include "harness/cuda_driver.h"
 #include "harness/gpu_session.h"
 #include "reference/reference_model.h"
@@ -25,7 +26,6 @@ constexpr int64_t kGuardBytes = 1 << 20;  // poisoned bytes on each side of ever
 constexpr uint8_t kPoison = 0xFF;         // NaN for float32, -1 for int64
 constexpr int64_t kMaxScratchBytes = int64_t{8} << 30;
 constexpr double kRelL2Factor = 10.0;  // ||out - ref|| / ||ref|| must stay under 10 x rtol
-constexpr int64_t kCompareChunk = int64_t{1} << 28;  // elements compared at a time
 
 struct RaiiEvent {
   CUevent event = nullptr;
@@ -78,6 +78,8 @@ struct GpuSession::Impl {
   c10::cuda::CUDAStream stream = c10::cuda::getDefaultCUDAStream();
   torch::Tensor l2_flush;  // 2x L2, written before every timed sample
   std::map<std::pair<int, Scale>, ReferenceModel> references;
+  std::unique_ptr<CompareKernel> compare;
+  std::pair<int, Scale> last_task{0, Scale::kernelbench};
 
   CUstream cu_stream() const { return reinterpret_cast<CUstream>(stream.stream()); }
 
@@ -94,17 +96,18 @@ struct GpuSession::Impl {
 
   void flush_l2() { l2_flush.zero_(); }
 
+  std::unique_ptr<RaiiEvent> start, stop;  // created once the context is current
+
   /// Times `fn` on the harness stream between driver events, after an L2 flush.
   template <typename Fn>
   double timed_sample(Fn&& fn) {
-    RaiiEvent start, stop;
     flush_l2();
-    KBRL_CU_CHECK(cuda::driver().event_record(start.event, cu_stream()));
+    KBRL_CU_CHECK(cuda::driver().event_record(start->event, cu_stream()));
     fn();
-    KBRL_CU_CHECK(cuda::driver().event_record(stop.event, cu_stream()));
-    KBRL_CU_CHECK(cuda::driver().event_synchronize(stop.event));
+    KBRL_CU_CHECK(cuda::driver().event_record(stop->event, cu_stream()));
+    KBRL_CU_CHECK(cuda::driver().event_synchronize(stop->event));
     float ms = 0;
-    KBRL_CU_CHECK(cuda::driver().event_elapsed_time(&ms, start.event, stop.event));
+    KBRL_CU_CHECK(cuda::driver().event_elapsed_time(&ms, start->event, stop->event));
     return ms;
   }
 };
@@ -240,7 +243,8 @@ std::optional<CandidateFault> synchronize(CUstream stream) {
 }
 
 /// Compares one output with the reference: NaN/Inf fail, then |ref - out| <= atol + rtol*|ref|.
-TrialCheck compare(const torch::Tensor& out, const torch::Tensor& ref, const CheckSettings& s) {
+TrialCheck compare(const torch::Tensor& out, const torch::Tensor& ref, const CheckSettings& s,
+                   const CompareKernel& kernel, CUstream stream) {
   TrialCheck check;
   if (out.scalar_type() != ref.scalar_type() || out.sizes() != ref.sizes()) {
     check.failure = "output shape or dtype differs from the reference";
@@ -253,31 +257,22 @@ TrialCheck compare(const torch::Tensor& out, const torch::Tensor& ref, const Che
     if (!check.passed) check.failure = fmt::format("{} of {} elements differ", mismatches, out.numel());
     return check;
   }
-  // A chunk at a time, in fp32 as allclose computes (the reductions of the L2 norms in fp64), so the
-  // temporaries stay small next to a 1.6e9-element output.
-  const auto o_all = out.reshape({-1}), r_all = ref.contiguous().reshape({-1});
+  // One pass of the harness's comparison kernel (harness/compare_kernel.h) over both tensors.
+  KBRL_ASSERT(out.scalar_type() == torch::kFloat32, "floating outputs are float32, not {}",
+              c10::toString(out.scalar_type()));
+  const auto o_all = out.contiguous(), r_all = ref.contiguous();
   const int64_t n = o_all.numel();
-  int64_t non_finite = 0, bad = 0;
-  double diff_sq = 0, ref_sq = 0;
-  const auto f64 = [](const torch::Tensor& t) { return t.to(torch::kFloat64); };
-  for (int64_t start = 0; start < n; start += kCompareChunk) {
-    const int64_t len = std::min(kCompareChunk, n - start);
-    const auto o = o_all.narrow(0, start, len), r = r_all.narrow(0, start, len);
-    const auto diff = (o - r).abs_();
-    const auto ref_abs = r.abs();
-    const auto stats =
-        torch::stack({f64((~torch::isfinite(o)).sum()), f64(diff.gt(ref_abs * s.rtol + s.atol).sum()),
-                      f64(diff.max()), f64((diff / ref_abs.clamp_min(1e-30f)).max()),
-                      diff.square().sum(torch::kFloat64), ref_abs.square().sum(torch::kFloat64)})
-            .cpu();
-    const auto* v = stats.data_ptr<double>();
-    non_finite += static_cast<int64_t>(v[0]);
-    bad += static_cast<int64_t>(v[1]);
-    check.max_abs_error = std::max(check.max_abs_error, v[2]);
-    check.max_rel_error = std::max(check.max_rel_error, v[3]);
-    diff_sq += v[4];
-    ref_sq += v[5];
-  }
+  auto partials = torch::empty({CompareKernel::kBlocks, kCompareStats},
+                               torch::TensorOptions().dtype(torch::kFloat64).device(out.device()));
+  kernel.launch(reinterpret_cast<CUdeviceptr>(o_all.data_ptr()), reinterpret_cast<CUdeviceptr>(r_all.data_ptr()),
+                n, s.atol, s.rtol, reinterpret_cast<CUdeviceptr>(partials.data_ptr()), stream);
+  const auto totals = partials.sum(0).cpu();
+  const auto maxima = std::get<0>(partials.max(0)).cpu();
+  const int64_t non_finite = static_cast<int64_t>(totals[kNonFinite].item<double>());
+  const int64_t bad = static_cast<int64_t>(totals[kOutside].item<double>());
+  check.max_abs_error = maxima[kMaxAbs].item<double>();
+  check.max_rel_error = maxima[kMaxRel].item<double>();
+  const double diff_sq = totals[kDiffSq].item<double>(), ref_sq = totals[kRefSq].item<double>();
   if (non_finite > 0) {
     check.max_abs_error = check.max_rel_error = INFINITY;
     check.failure = fmt::format("{} of {} output elements are NaN or Inf (unwritten outputs stay NaN)",
@@ -357,6 +352,9 @@ GpuSession::GpuSession(int device) : impl_(std::make_unique<Impl>()) {
                           info.cc_major == 9 && info.cc_minor == 0 ? "a" : "");
   s.stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
   c10::cuda::setCurrentCUDAStream(s.stream);
+  s.compare = std::make_unique<CompareKernel>(info.arch);
+  s.start = std::make_unique<RaiiEvent>();
+  s.stop = std::make_unique<RaiiEvent>();
   s.l2_flush = torch::empty({2 * info.l2_bytes / 4 + 1}, torch::TensorOptions().dtype(torch::kInt32).device(s.device));
 }
 
@@ -418,11 +416,12 @@ GpuJobResult GpuSession::run(const GpuJob& job) {
   // A candidate that faults can break the context under libtorch's feet: any CUDA failure that
   // escapes the checks below is the candidate's runtime error, and this process must be replaced.
   try {
-    GpuJobResult result = run_checked(job);
-    // Hand cached blocks back to the driver: the next job (maybe another task, or another worker
-    // on this GPU) should find the memory free.
-    c10::cuda::CUDACachingAllocator::emptyCache();
-    return result;
+    // Moving to another task, hand the caching allocator's blocks back to the driver, so the new
+    // task (or another process on this GPU) finds the memory free; within a task, keep them.
+    const auto task = std::make_pair(job.task_id, job.scale);
+    if (task != impl_->last_task) c10::cuda::CUDACachingAllocator::emptyCache();
+    impl_->last_task = task;
+    return run_checked(job);
   } catch (const ApiError& e) {
     GpuJobResult r;
     r.outcome = Outcome::runtime_error;
@@ -530,7 +529,7 @@ GpuJobResult GpuSession::run_checked(const GpuJob& job) {
     check.seed_id = fmt::format("trial-{}", trial);
     check.passed = true;
     for (size_t i = 0; i < outputs.size() && check.passed; ++i) {
-      const TrialCheck c = compare(outputs[i].tensor, expected[i], job.check);
+      const TrialCheck c = compare(outputs[i].tensor, expected[i], job.check, *s.compare, s.cu_stream());
       check.max_abs_error = std::max(check.max_abs_error, c.max_abs_error);
       check.max_rel_error = std::max(check.max_rel_error, c.max_rel_error);
       if (!c.passed) {
@@ -583,7 +582,7 @@ GpuJobResult GpuSession::run_checked(const GpuJob& job) {
   // answer from the runs that were timed.
   if (auto late = synchronize(s.cu_stream())) return fail(*late);
   for (size_t i = 0; i < outputs.size(); ++i) {
-    const TrialCheck c = compare(outputs[i].tensor, expected[i], job.check);
+    const TrialCheck c = compare(outputs[i].tensor, expected[i], job.check, *s.compare, s.cu_stream());
     if (!c.passed)
       return fail({Outcome::wrong_answer,
                    fmt::format("the output of the timed runs differs from the checked one: output '{}': {}",

@@ -3,6 +3,7 @@
 
 #include <kbrl/error.h>
 
+#include "harness/compare_kernel.h"
 #include "harness/gpu_protocol.h"
 #include "reference/task_registry.h"
 
@@ -79,6 +80,20 @@ TEST(GpuProtocol, TrialSeedsDifferByTrialTaskAndSecret) {
 
 TEST(GpuProtocol, UnknownOpIsRejectedWithoutASession) {
   EXPECT_THROW(parse_scale("medium"), InputError);
+}
+
+}  // namespace
+}  // namespace kbrl
+
+namespace kbrl {
+namespace {
+
+TEST(CompareKernel, CompilesWithNvrtcWithoutAGpu) {
+  // The comparison kernel the GPU session loads at start: it must compile for Hopper anywhere.
+  const std::string cubin = compile_compare_kernel("sm_90a");
+  EXPECT_GT(cubin.size(), 1000u);
+  EXPECT_EQ(cubin.substr(0, 4), "\x7f" "ELF");
+  EXPECT_THROW(compile_compare_kernel("sm_1"), Error);
 }
 
 }  // namespace

@@ -1,0 +1,90 @@
+#include "harness/compare_kernel.h"
+
+#include <vector>
+
+#include "harness/cuda_driver.h"
+#include "harness/nvrtc_check.h"
+
+namespace kbrl {
+
+const std::string& compare_kernel_source() {
+  static const std::string source = R"(
+extern "C" __global__ void __launch_bounds__(256)
+kbrl_compare_f32(const float* __restrict__ out, const float* __restrict__ ref, long long n,
+                 double atol, double rtol, double* __restrict__ partials) {
+  double non_finite = 0, outside = 0, max_abs = 0, max_rel = 0, diff_sq = 0, ref_sq = 0;
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float o = out[i], r = ref[i];
+    if (!isfinite(o)) {
+      non_finite += 1;
+      continue;
+    }
+    const double d = fabs((double)o - (double)r), a = fabs((double)r);
+    if (!(d <= atol + rtol * a)) outside += 1;
+    max_abs = fmax(max_abs, d);
+    max_rel = fmax(max_rel, d / fmax(a, 1e-30));
+    diff_sq += d * d;
+    ref_sq += a * a;
+  }
+  __shared__ double s[6][256];
+  const int t = threadIdx.x;
+  s[0][t] = non_finite; s[1][t] = outside; s[2][t] = max_abs;
+  s[3][t] = max_rel;    s[4][t] = diff_sq; s[5][t] = ref_sq;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (t < half) {
+      s[0][t] += s[0][t + half];
+      s[1][t] += s[1][t + half];
+      s[2][t] = fmax(s[2][t], s[2][t + half]);
+      s[3][t] = fmax(s[3][t], s[3][t + half]);
+      s[4][t] += s[4][t + half];
+      s[5][t] += s[5][t + half];
+    }
+    __syncthreads();
+  }
+  if (t < 6) partials[blockIdx.x * 6 + t] = s[t][0];
+}
+)";
+  return source;
+}
+
+std::string compile_compare_kernel(const std::string& arch) {
+  NvrtcProgram program(compare_kernel_source(), "kbrl_compare.cu");
+  const std::string arch_option = "--gpu-architecture=" + arch;
+  const std::vector<const char*> options = {arch_option.c_str(), "-std=c++17"};
+  const nvrtcResult result = nvrtcCompileProgram(program.get(), static_cast<int>(options.size()), options.data());
+  if (result != NVRTC_SUCCESS) {
+    size_t size = 0;
+    nvrtcGetProgramLogSize(program.get(), &size);
+    std::string log(size, '\0');
+    nvrtcGetProgramLog(program.get(), log.data());
+    throw ApiError("NVRTC", "nvrtcCompileProgram(kbrl_compare.cu)", log, __FILE__, __LINE__);
+  }
+  size_t size = 0;
+  KBRL_NVRTC_CHECK(nvrtcGetCUBINSize(program.get(), &size));
+  std::string cubin(size, '\0');
+  KBRL_NVRTC_CHECK(nvrtcGetCUBIN(program.get(), cubin.data()));
+  return cubin;
+}
+
+CompareKernel::CompareKernel(const std::string& arch) {
+  const std::string cubin = compile_compare_kernel(arch);
+  const auto& api = cuda::driver();
+  KBRL_CU_CHECK(api.module_load_data_ex(&module_, cubin.data(), 0, nullptr, nullptr));
+  KBRL_CU_CHECK(api.module_get_function(&function_, module_, kCompareKernelName));
+}
+
+CompareKernel::~CompareKernel() {
+  if (module_) cuda::driver().module_unload(module_);
+}
+
+void CompareKernel::launch(CUdeviceptr out, CUdeviceptr ref, int64_t n, double atol, double rtol,
+                           CUdeviceptr partials, CUstream stream) const {
+  long long count = n;
+  void* args[] = {&out, &ref, &count, &atol, &rtol, &partials};
+  KBRL_CU_CHECK(cuda::driver().launch_kernel(function_, kBlocks, 1, 1, kThreads, 1, 1, 0, stream, args,
+                                             nullptr));
+}
+
+}  // namespace kbrl

@@ -1,0 +1,43 @@
+#pragma once
+// The harness's own comparison kernel: one pass over a candidate's fp32 output and the reference's,
+// giving per block the counts and sums the correctness check needs (NaN/Inf count, elements outside
+// atol + rtol*|ref|, max absolute and relative error, sums of squared error and of squared reference
+// in fp64). One read of each tensor instead of a dozen libtorch passes over 1.6e9 elements.
+#include <cuda.h>
+
+#include <cstdint>
+#include <string>
+
+namespace kbrl {
+
+/// The kernel's CUDA source (compiled by NVRTC; also compiled by the unit tests without a GPU).
+const std::string& compare_kernel_source();
+inline constexpr const char* kCompareKernelName = "kbrl_compare_f32";
+
+/// What the kernel reports, per block, in this order (doubles).
+enum CompareStat { kNonFinite, kOutside, kMaxAbs, kMaxRel, kDiffSq, kRefSq, kCompareStats };
+
+class CompareKernel {
+ public:
+  static constexpr unsigned kBlocks = 1024;
+  static constexpr unsigned kThreads = 256;
+
+  /// Compiles the kernel for `arch` with NVRTC and loads it into the current CUDA context.
+  explicit CompareKernel(const std::string& arch);
+  ~CompareKernel();
+  CompareKernel(const CompareKernel&) = delete;
+  CompareKernel& operator=(const CompareKernel&) = delete;
+
+  /// Enqueues the comparison of n floats; `partials` holds kBlocks * kCompareStats doubles.
+  void launch(CUdeviceptr out, CUdeviceptr ref, int64_t n, double atol, double rtol,
+              CUdeviceptr partials, CUstream stream) const;
+
+ private:
+  CUmodule module_ = nullptr;
+  CUfunction function_ = nullptr;
+};
+
+/// The CUBIN of the comparison kernel for `arch` (NVRTC; no GPU needed). Throws ApiError with the log.
+std::string compile_compare_kernel(const std::string& arch);
+
+}  // namespace kbrl
