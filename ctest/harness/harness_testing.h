@@ -1,11 +1,26 @@
 #pragma once
-// Shared fixtures of the harness's unit tests: a fully populated evaluation record.
+// Shared fixtures of the harness's unit tests: a fully populated evaluation record, and a
+// source-only candidate for the compile tests.
 #include <cmath>
 #include <limits>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "harness/eval_record.h"
+#include "kernels/candidate.h"
 
 namespace kbrl::testing {
+
+/// A candidate of task 19 with this source and these options and no launch plan: what the compile
+/// stage's tests compile.
+inline Candidate candidate_of(std::string source, std::vector<std::string> options = {}) {
+  Candidate c;
+  c.task_id = 19;
+  c.source = std::move(source);
+  c.options = std::move(options);
+  return c;
+}
 
 /// A record with every field set (policy, runtime and reference present).
 inline EvalRecord sample_record(const std::string& key = "0123456789abcdef0123456789abcdef") {

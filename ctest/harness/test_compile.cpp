@@ -10,6 +10,8 @@
 #include <harness/source_scan.h>
 #include <kbrl/error.h>
 
+#include "harness_testing.h"
+
 namespace kbrl {
 namespace {
 
@@ -17,13 +19,7 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-Candidate candidate_of(std::string source, std::vector<std::string> options = {}) {
-  Candidate c;
-  c.task_id = 19;
-  c.source = std::move(source);
-  c.options = std::move(options);
-  return c;
-}
+using testing::candidate_of;
 
 const char* kRelu = R"(extern "C" __global__ void relu(const float* x, float* y, long long n) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;

@@ -12,18 +12,14 @@
 #include <harness/compile_cache.h>
 #include <harness/sha256.h>
 
+#include "harness_testing.h"
+
 namespace kbrl {
 namespace {
 
 namespace fs = std::filesystem;
 
-Candidate candidate_of(std::string source, std::vector<std::string> options = {}) {
-  Candidate c;
-  c.task_id = 19;
-  c.source = std::move(source);
-  c.options = std::move(options);
-  return c;
-}
+using testing::candidate_of;
 
 const char* kScale = R"(extern "C" __global__ void scale(const float* x, float* y, float s, long long n) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;

@@ -10,17 +10,14 @@
 #include <harness/precision_audit.h>
 #include <kbrl/error.h>
 
+#include "harness_testing.h"
+
 namespace kbrl {
 namespace {
 
 using C = PrecisionCategory;
 
-Candidate candidate_of(std::string source, std::vector<std::string> options = {}) {
-  Candidate c;
-  c.source = std::move(source);
-  c.options = std::move(options);
-  return c;
-}
+using testing::candidate_of;
 
 PrecisionAudit audit_of(const std::string& source, std::vector<std::string> options = {}) {
   const CompileResult r = compile(candidate_of(source, std::move(options)));
