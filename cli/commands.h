@@ -10,5 +10,7 @@ void add_time_reference_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_replay_command(CLI::App& app);
 void add_worker_command(CLI::App& app);
+void add_space_command(CLI::App& app);
+void add_gen_command(CLI::App& app);
 
 }  // namespace kbrl::cli

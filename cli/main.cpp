@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   kbrl::cli::add_eval_command(app);
   kbrl::cli::add_replay_command(app);
   kbrl::cli::add_worker_command(app);
+  kbrl::cli::add_space_command(app);
+  kbrl::cli::add_gen_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
