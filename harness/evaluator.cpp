@@ -109,7 +109,6 @@ Evaluator::~Evaluator() = default;
 
 const DeviceInfo& Evaluator::device() {
   if (!impl_->device) {
-    std::string reason;
     CallResult started = impl_->worker->start();
     if (started.status != CallStatus::ok)
       throw Error("no GPU worker: " + started.detail);
