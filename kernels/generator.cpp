@@ -5,6 +5,8 @@
 #include <kbrl/error.h>
 
 #include "generators/elementwise.h"
+#include "generators/reduction.h"
+#include "generators/softmax.h"
 
 namespace kbrl {
 namespace {
@@ -36,7 +38,7 @@ std::string arg_text(const KernelArg& arg, const TaskSpec& task, const Candidate
 
 const std::vector<const Generator*>& generators() {
   // One line per family; each generator's covers() must not overlap another's.
-  static const std::vector<const Generator*> all = {&elementwise_generator()};
+  static const std::vector<const Generator*> all = {&elementwise_generator(), &reduction_generator(), &softmax_generator()};
   return all;
 }
 

@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <harness/compile.h>
 #include <harness/compile_cache.h>
 #include <harness/compile_pool.h>
@@ -39,13 +41,16 @@ bool unsafe(const Config& c) {
 }
 
 TEST(GeneratorRegistry, CoversTheElementwiseTasks) {
-  EXPECT_EQ(covered_tasks(), kElementwiseTasks);
-  for (int id : kElementwiseTasks) EXPECT_EQ(generator_for(id).name(), "elementwise");
+  const std::vector<int> covered = covered_tasks();
+  for (int id : kElementwiseTasks) {
+    EXPECT_TRUE(std::find(covered.begin(), covered.end(), id) != covered.end()) << id;
+    EXPECT_EQ(generator_for(id).name(), "elementwise");
+  }
   try {
-    generator_for(23);
-    FAIL() << "task 23 is not covered yet";
+    generator_for(1);  // GEMM: no generator yet
+    FAIL() << "task 1 is not covered yet";
   } catch (const InputError& e) {
-    EXPECT_TRUE(contains(e.what(), "task 23")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "task 1")) << e.what();
   }
   const Generator& g = generator_for(19);
   EXPECT_THROW(g.space(task_spec(1, Scale::small)), InputError);
