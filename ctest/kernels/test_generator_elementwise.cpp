@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include "generator_testing.h"
+
 #include <algorithm>
 
 #include <harness/compile.h>
@@ -182,71 +184,10 @@ TEST(ElementwiseGenerator, SourcesFollowTheKnobs) {
 // compiled once, at the KernelBench scale (the small scale's sources are the same except task 12's
 // row length, which is compiled too). Unsafe configurations show in the precision audit.
 TEST(ElementwiseGenerator, EveryConfigCompilesAndUnsafeOnesAreAudited) {
-  struct Unit {
-    Candidate candidate;
-    Config config;  // one configuration that produces it
-    int64_t configs = 0;
-  };
-  std::map<std::string, Unit> units;  // by source + options
-  int64_t total = 0;
-  auto add = [&](const TaskSpec& task) {
-    const Generator& g = generator_for(task.id);
-    for (const Config& config : g.space(task).enumerate()) {
-      Candidate c = g.generate(task, config);
-      std::string key = c.source;
-      for (const auto& o : c.options) key += "\n//option " + o;
-      auto [it, inserted] = units.try_emplace(key);
-      if (inserted) {
-        it->second.candidate = std::move(c);
-        it->second.config = config;
-      }
-      ++it->second.configs;
-      ++total;
-    }
-  };
-  for (int id : kElementwiseTasks) add(task_spec(id, Scale::kernelbench));
-  add(task_spec(12, Scale::small));
-
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("kbrl-gen-test-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  int failures = 0;
-  const auto start = std::chrono::steady_clock::now();
-  {
-    CompileCache cache(dir);
-    CompilePool pool(std::max(2u, std::thread::hardware_concurrency()), CompileOptions{}, &cache);
-    std::vector<std::pair<const Unit*, std::future<CompileResult>>> jobs;
-    for (const auto& [key, unit] : units) jobs.emplace_back(&unit, pool.submit(unit.candidate));
-    for (auto& [unit, future] : jobs) {
-      const CompileResult r = future.get();
-      const Config& c = unit->config;
-      if (!r.ok) {
-        if (++failures <= 5)
-          ADD_FAILURE() << "task " << unit->candidate.task_id << " " << c.str() << ": " << r.error
-                        << "\n" << r.log;
-        continue;
-      }
-      const PrecisionAudit& audit = r.module.audit;
-      if (c.at("fast_math") == "on") {
-        EXPECT_TRUE(audit.has(PrecisionCategory::fast_math)) << c.str();
-      }
-      if (c.at("precision") == "fp16_compute") {
-        EXPECT_TRUE(audit.has(PrecisionCategory::fp16)) << c.str() << ": " << audit.summary();
-      }
-      if (c.at("precision") == "fp32" && c.at("fast_math") == "off") {
-        EXPECT_FALSE(audit.reduced_precision())
-            << "task " << unit->candidate.task_id << " " << c.str() << ": " << audit.summary();
-      }
-    }
-  }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::filesystem::remove_all(dir);
-  EXPECT_EQ(failures, 0);
-  std::printf("[ elementwise ] %lld configurations (both scales' task 12 included), %zu distinct "
-              "units compiled in %.1f s on %u threads\n",
-              static_cast<long long>(total), units.size(), seconds,
-              std::max(2u, std::thread::hardware_concurrency()));
+  std::vector<TaskSpec> tasks;
+  for (int id : kElementwiseTasks) tasks.push_back(task_spec(id, Scale::kernelbench));
+  tasks.push_back(task_spec(12, Scale::small));
+  testing::expect_every_config_compiles(tasks, "elementwise");
 }
 
 }  // namespace

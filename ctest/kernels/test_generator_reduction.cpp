@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include "generator_testing.h"
+
 #include <harness/compile.h>
 #include <harness/compile_cache.h>
 #include <harness/compile_pool.h>
@@ -215,68 +217,10 @@ TEST(ReductionGenerator, SourcesFollowTheKnobs) {
 // sources are the same; they are added anyway) compiles for sm_90a; fp16_compute shows in the
 // precision audit and fp32 configurations show nothing.
 TEST(ReductionGenerator, EveryConfigCompilesAndUnsafeOnesAreAudited) {
-  struct Unit {
-    Candidate candidate;
-    Config config;
-    int64_t configs = 0;
-  };
-  std::map<std::string, Unit> units;
-  int64_t total = 0;
-  for (const Scale scale : {Scale::kernelbench, Scale::small}) {
-    for (int id : kReductionTasks) {
-      const TaskSpec task = task_spec(id, scale);
-      const Generator& g = generator_for(id);
-      for (const Config& config : g.space(task).enumerate()) {
-        Candidate c = g.generate(task, config);
-        std::string key = c.source;
-        for (const auto& o : c.options) key += "\n//option " + o;
-        auto [it, inserted] = units.try_emplace(key);
-        if (inserted) {
-          it->second.candidate = std::move(c);
-          it->second.config = config;
-        }
-        ++it->second.configs;
-        ++total;
-      }
-    }
-  }
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("kbrl-gen-reduction-test-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  int failures = 0;
-  const unsigned threads = std::max(2u, std::thread::hardware_concurrency());
-  const auto start = std::chrono::steady_clock::now();
-  {
-    CompileCache cache(dir);
-    CompilePool pool(threads, CompileOptions{}, &cache);
-    std::vector<std::pair<const Unit*, std::future<CompileResult>>> jobs;
-    for (const auto& [key, unit] : units) jobs.emplace_back(&unit, pool.submit(unit.candidate));
-    for (auto& [unit, future] : jobs) {
-      const CompileResult r = future.get();
-      const Config& c = unit->config;
-      if (!r.ok) {
-        if (++failures <= 5)
-          ADD_FAILURE() << "task " << unit->candidate.task_id << " " << c.str() << ": " << r.error
-                        << "\n" << r.log;
-        continue;
-      }
-      const PrecisionAudit& audit = r.module.audit;
-      if (c.has("precision") && c.at("precision") == "fp16_compute") {
-        EXPECT_TRUE(audit.has(PrecisionCategory::fp16)) << c.str() << ": " << audit.summary();
-      } else {
-        // fp32 (tail=dropped is not a precision matter: the audit cannot see it).
-        EXPECT_FALSE(audit.reduced_precision())
-            << "task " << unit->candidate.task_id << " " << c.str() << ": " << audit.summary();
-      }
-    }
-  }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::filesystem::remove_all(dir);
-  EXPECT_EQ(failures, 0);
-  std::printf("[ reduction ] %lld configurations (both scales), %zu distinct units compiled in "
-              "%.1f s on %u threads\n",
-              static_cast<long long>(total), units.size(), seconds, threads);
+  std::vector<TaskSpec> tasks;
+  for (const Scale scale : {Scale::kernelbench, Scale::small})
+    for (int id : kReductionTasks) tasks.push_back(task_spec(id, scale));
+  testing::expect_every_config_compiles(tasks, "reduction");
 }
 
 }  // namespace

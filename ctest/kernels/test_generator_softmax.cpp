@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include "generator_testing.h"
+
 #include <harness/compile.h>
 #include <harness/compile_cache.h>
 #include <harness/compile_pool.h>
@@ -180,76 +182,10 @@ TEST(SoftmaxGenerator, SourcesFollowTheKnobs) {
 // grouped by (source, options) and each distinct unit compiled once. Unsafe configurations show in
 // the precision audit; safe ones show nothing reduced.
 TEST(SoftmaxGenerator, EveryConfigCompilesAndUnsafeOnesAreAudited) {
-  struct Unit {
-    Candidate candidate;
-    Config config;
-    int64_t configs = 0;
-  };
-  std::map<std::string, Unit> units;
-  int64_t total = 0;
-  for (const Scale scale : {Scale::kernelbench, Scale::small}) {
-    for (int id : kSoftmaxTasks) {
-      const TaskSpec task = task_spec(id, scale);
-      const Generator& g = generator_for(id);
-      for (const Config& config : g.space(task).enumerate()) {
-        Candidate c = g.generate(task, config);
-        std::string key = c.source;
-        for (const auto& o : c.options) key += "\n//option " + o;
-        auto [it, inserted] = units.try_emplace(key);
-        if (inserted) {
-          it->second.candidate = std::move(c);
-          it->second.config = config;
-        }
-        ++it->second.configs;
-        ++total;
-      }
-    }
-  }
-
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("kbrl-gen-softmax-test-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  int failures = 0, hits = 0;
-  double compile_seconds = 0.0;
-  const unsigned threads = std::max(2u, std::thread::hardware_concurrency());
-  const auto start = std::chrono::steady_clock::now();
-  {
-    CompileCache cache(dir);
-    CompilePool pool(threads, CompileOptions{}, &cache);
-    std::vector<std::pair<const Unit*, std::future<CompileResult>>> jobs;
-    for (const auto& [key, unit] : units) jobs.emplace_back(&unit, pool.submit(unit.candidate));
-    for (auto& [unit, future] : jobs) {
-      const CompileResult r = future.get();
-      const Config& c = unit->config;
-      hits += r.cache_hit ? 1 : 0;
-      compile_seconds += r.seconds;
-      if (!r.ok) {
-        if (++failures <= 5)
-          ADD_FAILURE() << "task " << unit->candidate.task_id << " " << c.str() << ": " << r.error
-                        << "\n" << r.log;
-        continue;
-      }
-      const PrecisionAudit& audit = r.module.audit;
-      if (c.at("fast_math") == "on") {
-        EXPECT_TRUE(audit.has(PrecisionCategory::fast_math)) << c.str();
-      }
-      if (c.at("precision") == "fp16_compute") {
-        EXPECT_TRUE(audit.has(PrecisionCategory::fp16)) << c.str() << ": " << audit.summary();
-      }
-      if (!unsafe(c)) {
-        EXPECT_FALSE(audit.reduced_precision())
-            << "task " << unit->candidate.task_id << " " << c.str() << ": " << audit.summary();
-      }
-    }
-  }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::filesystem::remove_all(dir);
-  EXPECT_EQ(failures, 0);
-  EXPECT_EQ(hits, 0);  // a fresh cache: every unit really went through NVRTC
-  std::printf("[ softmax ] %lld configurations (both tasks, both scales), %zu distinct units "
-              "compiled in %.1f s on %u threads (%.1f s of compile time)\n",
-              static_cast<long long>(total), units.size(), seconds, threads, compile_seconds);
+  std::vector<TaskSpec> tasks;
+  for (const Scale scale : {Scale::kernelbench, Scale::small})
+    for (int id : kSoftmaxTasks) tasks.push_back(task_spec(id, scale));
+  testing::expect_every_config_compiles(tasks, "softmax");
 }
 
 }  // namespace
