@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include <kbrl/error.h>
+#include <kbrl/splitmix64.h>
 
 namespace kbrl::stats {
 namespace {
@@ -64,13 +65,7 @@ double cohens_h(double p1, double p2) {
   return 2.0 * std::asin(std::sqrt(p1)) - 2.0 * std::asin(std::sqrt(p2));
 }
 
-uint64_t SplitMix64::next() {
-  state_ += 0x9e3779b97f4a7c15ULL;
-  uint64_t z = state_;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+uint64_t SplitMix64::next() { return splitmix64(state_); }
 
 uint64_t SplitMix64::uniform_below(uint64_t bound) {
   KBRL_CHECK_INPUT(bound >= 1, "SplitMix64::uniform_below: bound must be at least 1");

@@ -4,20 +4,12 @@
 #include <cstdint>
 
 #include <kbrl/error.h>
+#include <kbrl/splitmix64.h>
 
 #include "task_registry.h"
 
 namespace kbrl {
 namespace {
-
-// splitmix64: a fixed, portable generator, so the split never depends on a standard library's
-// std::shuffle or distributions (both unspecified by the standard).
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
 
 const std::vector<int> kSubset1{4, 5, 12, 14, 15};
 const std::vector<int> kSubset2{18, 28, 29, 30, 32};
