@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include <kbrl/check.h>
 #include <kbrl/error.h>
 
 namespace kbrl::cuda {
@@ -58,10 +59,4 @@ bool is_sticky(CUresult result);
 }  // namespace kbrl::cuda
 
 /// Throws kbrl::ApiError naming the call, file and line when a driver call fails.
-#define KBRL_CU_CHECK(call)                                                                 \
-  do {                                                                                      \
-    const CUresult kbrl_cu_result_ = (call);                                                \
-    if (kbrl_cu_result_ != CUDA_SUCCESS)                                                    \
-      throw ::kbrl::ApiError("CUDA driver", #call, ::kbrl::cuda::describe(kbrl_cu_result_), \
-                             __FILE__, __LINE__);                                           \
-  } while (0)
+#define KBRL_CU_CHECK(call) KBRL_API_CHECK("CUDA driver", call, CUDA_SUCCESS, ::kbrl::cuda::describe)

@@ -14,6 +14,7 @@
 #include <kbrl/error.h>
 
 #include "harness/compare_kernel.h"
+#include "harness/compile.h"  // arch_for
 #include "harness/cuda_driver.h"
 #include "harness/gpu_session.h"
 #include "reference/reference_model.h"
@@ -166,10 +167,8 @@ struct ArgBlock {
 std::optional<CandidateFault> build_args(const Launch& launch, const Bindings& b, ArgBlock& block) {
   block.slots.assign(launch.args.size(), 0);
   block.pointers.clear();
-  auto tensor_at = [&](const std::vector<torch::Tensor>& list, int i, const char* what)
-      -> std::optional<torch::Tensor> {
+  auto tensor_at = [](const std::vector<torch::Tensor>& list, int i) -> std::optional<torch::Tensor> {
     if (i < 0 || i >= static_cast<int>(list.size())) return std::nullopt;
-    (void)what;
     return list[i];
   };
   for (size_t a = 0; a < launch.args.size(); ++a) {
@@ -177,10 +176,10 @@ std::optional<CandidateFault> build_args(const Launch& launch, const Bindings& b
     uint64_t& slot = block.slots[a];
     std::optional<torch::Tensor> t;
     switch (arg.kind) {
-      case ArgKind::input: t = tensor_at(*b.inputs, arg.index, "input"); break;
-      case ArgKind::parameter: t = tensor_at(*b.parameters, arg.index, "parameter"); break;
-      case ArgKind::output: t = tensor_at(b.outputs, arg.index, "output"); break;
-      case ArgKind::scratch: t = tensor_at(b.scratch, arg.index, "scratch"); break;
+      case ArgKind::input: t = tensor_at(*b.inputs, arg.index); break;
+      case ArgKind::parameter: t = tensor_at(*b.parameters, arg.index); break;
+      case ArgKind::output: t = tensor_at(b.outputs, arg.index); break;
+      case ArgKind::scratch: t = tensor_at(b.scratch, arg.index); break;
       case ArgKind::task_scalar: {
         if (arg.index < 0 || arg.index >= static_cast<int>(b.scalars->size()))
           return CandidateFault{Outcome::launch_error, fmt::format("no task scalar {}", arg.index)};
@@ -348,8 +347,7 @@ GpuSession::GpuSession(int device) : impl_(std::make_unique<Impl>()) {
   info.sm_count = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   info.l2_bytes = attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
   info.memory_bytes = static_cast<int64_t>(at::cuda::getDeviceProperties(device)->totalGlobalMem);
-  info.arch = fmt::format("sm_{}{}{}", info.cc_major, info.cc_minor,
-                          info.cc_major == 9 && info.cc_minor == 0 ? "a" : "");
+  info.arch = arch_for(info.cc_major, info.cc_minor);
   s.stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
   c10::cuda::setCurrentCUDAStream(s.stream);
   s.compare = std::make_unique<CompareKernel>(info.arch);

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -14,17 +15,22 @@
 
 namespace kbrl::detail {
 
-/// "<description> (status <n>)" for a status value and a function that describes it.
+/// "<description> (status <n>)" for a status value and a function that describes it (returning a
+/// `const char*`, possibly null, or a std::string).
 template <typename Status, typename Describe>
 std::string describe_status(Status status, Describe describe) {
-  const auto* text = describe(status);
-  return fmt::format("{} (status {})", text ? text : "unknown status", static_cast<long long>(status));
+  const auto text = describe(status);
+  if constexpr (std::is_pointer_v<decltype(text)>) {
+    return fmt::format("{} (status {})", text ? text : "unknown status", static_cast<long long>(status));
+  } else {
+    return fmt::format("{} (status {})", text, static_cast<long long>(status));
+  }
 }
 
 }  // namespace kbrl::detail
 
 /// Evaluates `call` once; throws ApiError unless it returned `success`. `describe(status)` gives
-/// the status's text (a `const char*`, for example nvrtcGetErrorString).
+/// the status's text (a `const char*`, for example nvrtcGetErrorString, or a std::string).
 #define KBRL_API_CHECK(api, call, success, describe)                                          \
   do {                                                                                        \
     const auto kbrl_api_status_ = (call);                                                     \
