@@ -4,8 +4,16 @@
 
 #include <kbrl/error.h>
 
+#include "generators/attention.h"
+#include "generators/conv.h"
+#include "generators/conv_transposed.h"
 #include "generators/elementwise.h"
+#include "generators/gemm.h"
+#include "generators/loss.h"
+#include "generators/norm.h"
+#include "generators/pooling.h"
 #include "generators/reduction.h"
+#include "generators/scan.h"
 #include "generators/softmax.h"
 
 namespace kbrl {
@@ -38,7 +46,19 @@ std::string arg_text(const KernelArg& arg, const TaskSpec& task, const Candidate
 
 const std::vector<const Generator*>& generators() {
   // One line per family; each generator's covers() must not overlap another's.
-  static const std::vector<const Generator*> all = {&elementwise_generator(), &reduction_generator(), &softmax_generator()};
+  static const std::vector<const Generator*> all = {
+      &attention_generator(),
+      &conv_generator(),
+      &conv_transposed_generator(),
+      &elementwise_generator(),
+      &gemm_generator(),
+      &loss_generator(),
+      &norm_generator(),
+      &pooling_generator(),
+      &reduction_generator(),
+      &scan_generator(),
+      &softmax_generator(),
+  };
   return all;
 }
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <future>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -23,11 +24,23 @@
 
 namespace kbrl::testing {
 
+/// The audit category a `precision` knob value must show: fp16_compute -> fp16, bf16_compute ->
+/// bf16, tf32 and tf32x3 (tensor cores with TF32 inputs; x3 splits each value in a high and a low
+/// TF32 part for near-fp32 accuracy, still TF32 instructions) -> tf32; fp32 -> none.
+inline std::optional<PrecisionCategory> precision_category_of(const std::string& precision) {
+  if (precision == "fp32") return std::nullopt;
+  if (precision == "fp16_compute") return PrecisionCategory::fp16;
+  if (precision == "bf16_compute") return PrecisionCategory::bf16;
+  if (precision == "tf32" || precision == "tf32x3") return PrecisionCategory::tf32;
+  ADD_FAILURE() << "precision value '" << precision << "' has no expected audit category";
+  return std::nullopt;
+}
+
 /// Generates every legal configuration of every task in `tasks`, groups the candidates by (source,
 /// options), and compiles each distinct unit once for sm_90a on a CompilePool over a fresh cache (so
 /// every unit really goes through NVRTC). Expects every unit to compile and its precision audit to
-/// match the shared unsafe knobs: fast_math=on shows fast_math, precision=fp16_compute shows fp16,
-/// and a configuration with neither shows no reduced precision (tail=dropped is not a precision
+/// match the shared unsafe knobs: fast_math=on shows fast_math, a precision below fp32 shows its
+/// category (precision_category_of), and a configuration with neither shows no reduced precision (tail=dropped is not a precision
 /// matter: the audit cannot see it). Prints the counts and the time under `family`.
 inline void expect_every_config_compiles(const std::vector<TaskSpec>& tasks, const std::string& family) {
   struct Unit {
@@ -70,14 +83,15 @@ inline void expect_every_config_compiles(const std::vector<TaskSpec>& tasks, con
       }
       const PrecisionAudit& audit = r.module.audit;
       const bool fast_math = c.has("fast_math") && c.at("fast_math") == "on";
-      const bool fp16 = c.has("precision") && c.at("precision") == "fp16_compute";
+      const std::string precision = c.has("precision") ? c.at("precision") : "fp32";
+      const std::optional<PrecisionCategory> reduced = precision_category_of(precision);
       if (fast_math) {
         EXPECT_TRUE(audit.has(PrecisionCategory::fast_math)) << c.str();
       }
-      if (fp16) {
-        EXPECT_TRUE(audit.has(PrecisionCategory::fp16)) << c.str() << ": " << audit.summary();
+      if (reduced) {
+        EXPECT_TRUE(audit.has(*reduced)) << c.str() << ": " << audit.summary();
       }
-      if (!fast_math && !fp16) {
+      if (!fast_math && !reduced) {
         EXPECT_FALSE(audit.reduced_precision())
             << "task " << unit->candidate.task_id << " " << c.str() << ": " << audit.summary();
       }
