@@ -8,7 +8,7 @@
 #include <kbrl/error.h>
 
 #include "commands.h"
-#include "harness/compile_cache.h"
+#include "run_options.h"
 #include "harness/evaluator.h"
 #include "harness/gpu_protocol.h"
 #include "harness/rollout_log.h"
@@ -21,33 +21,12 @@ namespace {
 struct EvalOptions {
   int task = 0;
   std::string kernel;
-  std::string mode = "fast";
-  std::string scale = "kernelbench";
-  std::string tolerance = "strict";
-  std::string reward = "speedup";
-  std::string precision = "flag";
   std::string json_path;
   std::string log_path;
-  std::string arch;
-  int trials = 5;
-  double timeout = 120;
-  int device = 0;
+  EvalFlags flags;  // the scale is flags.scale
 };
 
-EvalSettings settings_from(const EvalOptions& o) {
-  EvalSettings s;
-  s.scale = parse_scale(o.scale);
-  s.mode = parse_timing_mode(o.mode);
-  s.atol = s.rtol = parse_tolerance(o.tolerance);
-  s.reward.kind = parse_reward_kind(o.reward);
-  s.reward.precision = parse_precision_policy(o.precision);
-  s.trials = o.trials;
-  s.job_timeout_seconds = o.timeout;
-  s.arch = o.arch;
-  s.device = o.device;
-  s.cache_dir = CompileCache::default_dir();
-  return s;
-}
+EvalSettings settings_from(const EvalOptions& o) { return eval_settings(o.flags); }
 
 void print_summary(const EvalRecord& r) {
   std::cout << fmt::format("task {} ({}), scale {}\n", r.task_id, r.task_name, to_string(r.scale));
@@ -73,7 +52,7 @@ void print_summary(const EvalRecord& r) {
 }
 
 void run_eval(const EvalOptions& o) {
-  const TaskSpec spec = task_spec(o.task, parse_scale(o.scale));
+  const TaskSpec spec = task_spec(o.task, parse_scale(o.flags.scale));
   const Candidate candidate = load_candidate_file(o.kernel, spec);
   Evaluator evaluator(settings_from(o));
   std::unique_ptr<RolloutLog> log;
@@ -102,7 +81,7 @@ void run_replay(const EvalOptions& o, const std::string& log_path) {
   for (size_t i = 0; i < records.size(); ++i) {
     const EvalRecord& logged = records[i];
     EvalOptions same = o;
-    same.scale = std::string(to_string(logged.scale));
+    same.flags.scale = std::string(to_string(logged.scale));
     if (!evaluator || evaluator->settings().scale != logged.scale)
       evaluator = std::make_unique<Evaluator>(settings_from(same));
     const EvalRecord now = evaluator->evaluate(logged.candidate, logged.raw_action, logged.policy);
@@ -117,16 +96,7 @@ void run_replay(const EvalOptions& o, const std::string& log_path) {
     throw Error(fmt::format("{} records replayed to a different outcome", records.size() - agree));
 }
 
-void add_eval_options(CLI::App* cmd, EvalOptions& o) {
-  cmd->add_option("--mode", o.mode, "timing: fast (5 samples), full (50) or adaptive")->capture_default_str();
-  cmd->add_option("--tolerance", o.tolerance, "strict (atol=rtol=1e-4) or legacy (1e-2)")->capture_default_str();
-  cmd->add_option("--reward", o.reward, "speedup, composite or normalized")->capture_default_str();
-  cmd->add_option("--precision", o.precision, "reduced precision: allow, flag or reject")->capture_default_str();
-  cmd->add_option("--trials", o.trials, "correctness trials on fresh inputs")->capture_default_str();
-  cmd->add_option("--timeout", o.timeout, "seconds one GPU job may take before it is killed")->capture_default_str();
-  cmd->add_option("--arch", o.arch, "NVRTC target (default: the device's)");
-  cmd->add_option("--device", o.device, "CUDA device index")->capture_default_str();
-}
+void add_eval_options(CLI::App* cmd, EvalOptions& o) { add_eval_flags(cmd, o.flags); }
 
 }  // namespace
 
@@ -136,7 +106,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--task", o->task, "KernelBench level-1 task id")->required();
   cmd->add_option("--kernel", o->kernel, "candidate .cu file with `// kbrl:` launch lines")
       ->required()->check(CLI::ExistingFile);
-  cmd->add_option("--scale", o->scale, "kernelbench or small")->capture_default_str();
+  cmd->add_option("--scale", o->flags.scale, "kernelbench or small")->capture_default_str();
   cmd->add_option("--json", o->json_path, "write the full record as JSON here");
   cmd->add_option("--log", o->log_path, "append the record to this rollout log (JSONL)");
   add_eval_options(cmd, *o);

@@ -12,5 +12,10 @@ void add_replay_command(CLI::App& app);
 void add_worker_command(CLI::App& app);
 void add_space_command(CLI::App& app);
 void add_gen_command(CLI::App& app);
+void add_sample_command(CLI::App& app);
+void add_train_command(CLI::App& app);
+void add_ttt_command(CLI::App& app);
+void add_sft_command(CLI::App& app);
+void add_sweep_command(CLI::App& app);
 
 }  // namespace kbrl::cli

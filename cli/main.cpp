@@ -18,6 +18,11 @@ int main(int argc, char** argv) {
   kbrl::cli::add_worker_command(app);
   kbrl::cli::add_space_command(app);
   kbrl::cli::add_gen_command(app);
+  kbrl::cli::add_sample_command(app);
+  kbrl::cli::add_train_command(app);
+  kbrl::cli::add_ttt_command(app);
+  kbrl::cli::add_sft_command(app);
+  kbrl::cli::add_sweep_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -119,4 +119,58 @@ double partial_spearman(const std::vector<double>& x, const std::vector<double>&
   return std::clamp((r_xy - r_xz * r_yz) / std::sqrt(denominator), -1.0, 1.0);
 }
 
+namespace {
+
+/// The continued fraction of I_x(a, b) (A&S 26.5.8), by the modified Lentz method.
+double beta_continued_fraction(double x, double a, double b) {
+  constexpr double tiny = 1e-300, eps = 1e-15;
+  double c = 1.0, d = 1.0 - (a + b) * x / (a + 1.0);
+  if (std::fabs(d) < tiny) d = tiny;
+  d = 1.0 / d;
+  double h = d;
+  for (int m = 1; m <= 10000; ++m) {
+    const double md = m;
+    double num = md * (b - md) * x / ((a + 2 * md - 1) * (a + 2 * md));
+    d = 1.0 + num * d;
+    if (std::fabs(d) < tiny) d = tiny;
+    c = 1.0 + num / c;
+    if (std::fabs(c) < tiny) c = tiny;
+    d = 1.0 / d;
+    h *= d * c;
+    num = -(a + md) * (a + b + md) * x / ((a + 2 * md) * (a + 2 * md + 1));
+    d = 1.0 + num * d;
+    if (std::fabs(d) < tiny) d = tiny;
+    c = 1.0 + num / c;
+    if (std::fabs(c) < tiny) c = tiny;
+    d = 1.0 / d;
+    const double delta = d * c;
+    h *= delta;
+    if (std::fabs(delta - 1.0) < eps) return h;
+  }
+  throw InternalError("incomplete beta: the continued fraction did not converge");
+}
+
+}  // namespace
+
+double regularized_incomplete_beta(double x, double a, double b) {
+  KBRL_CHECK_INPUT(a > 0 && b > 0 && x >= 0 && x <= 1,
+                   "regularized_incomplete_beta: need a, b > 0 and x in [0, 1] (got x={}, a={}, b={})", x,
+                   a, b);
+  if (x == 0 || x == 1) return x;
+  const double log_front =
+      std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x);
+  // The fraction converges fast for x < (a + 1) / (a + b + 2); otherwise use the symmetry.
+  if (x < (a + 1) / (a + b + 2)) return std::exp(log_front) * beta_continued_fraction(x, a, b) / a;
+  return 1.0 - std::exp(log_front) * beta_continued_fraction(1 - x, b, a) / b;
+}
+
+double correlation_p_value(double r, int64_t n) {
+  KBRL_CHECK_INPUT(n >= 3 && std::isfinite(r) && r >= -1 && r <= 1,
+                   "correlation_p_value: need n >= 3 and r in [-1, 1] (got r={}, n={})", r, n);
+  if (std::fabs(r) >= 1) return 0.0;
+  const double df = static_cast<double>(n - 2);
+  const double t2 = r * r * df / (1 - r * r);
+  return regularized_incomplete_beta(df / (df + t2), df / 2, 0.5);
+}
+
 }  // namespace kbrl::stats

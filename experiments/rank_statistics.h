@@ -2,6 +2,7 @@
 // Rank correlations of the experiments: Spearman's rho with ties and partial Spearman controlling
 // for one covariate (e.g. rho(NLL, speedup) controlling for length). Part of kbrl::experiments;
 // include experiments/statistics.h for the whole library. Bad input throws kbrl::InputError.
+#include <cstdint>
 #include <vector>
 
 namespace kbrl::stats {
@@ -33,5 +34,16 @@ double spearman(const std::vector<double>& x, const std::vector<double>& y);
 /// correlated with x or y (|r_xz| < 1 and |r_yz| < 1; the partial correlation is then undefined).
 double partial_spearman(const std::vector<double>& x, const std::vector<double>& y,
                         const std::vector<double>& z);
+
+/// The two-sided p-value of a correlation r of n pairs under the null of no association, by the
+/// t approximation t = r sqrt((n - 2) / (1 - r^2)) with n - 2 degrees of freedom (what
+/// scipy.stats.spearmanr and pearsonr report): p = I_{(n-2)/(n-2+t^2)}((n-2)/2, 1/2), the
+/// regularized incomplete beta function (Abramowitz & Stegun 26.7.1 with 26.5.8's continued
+/// fraction, evaluated by the modified Lentz method). For a partial correlation pass n - 1 (one
+/// covariate removes one degree of freedom). |r| = 1 gives 0. Requires n >= 3 and r in [-1, 1].
+double correlation_p_value(double r, int64_t n);
+
+/// I_x(a, b), the regularized incomplete beta function, for a, b > 0 and x in [0, 1].
+double regularized_incomplete_beta(double x, double a, double b);
 
 }  // namespace kbrl::stats

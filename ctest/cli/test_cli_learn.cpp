@@ -1,0 +1,511 @@
+// `kbrl sample`, `train`, `ttt`, `sft` and `sweep` as a user runs them, on the CPU against the
+// synthetic environment (--env synthetic --scale small), and the config reader of
+// experiments/run_setup.h that they share with the experiment programs.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <kbrl/csv.h>
+#include <kbrl/error.h>
+
+#include "cli_testing.h"
+#include "experiments/run_setup.h"
+#include "experiments/schemas.h"
+#include "harness/gpu_session.h"
+#include "kernels/generator.h"
+
+namespace kbrl::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A fresh directory for one test.
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("kbrl-cli-learn-" + std::to_string(::getpid())) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+struct Csv {
+  std::string header;
+  std::vector<std::map<std::string, std::string>> rows;
+};
+
+Csv read_csv(const fs::path& file) {
+  Csv out;
+  std::ifstream in(file);
+  EXPECT_TRUE(in.good()) << "cannot read " << file;
+  std::getline(in, out.header);
+  const std::vector<std::string> columns = csv::split_line(out.header);
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::vector<std::string> fields = csv::split_line(line);
+    EXPECT_EQ(fields.size(), columns.size()) << line;
+    std::map<std::string, std::string> row;
+    for (size_t i = 0; i < columns.size() && i < fields.size(); ++i) row[columns[i]] = fields[i];
+    out.rows.push_back(std::move(row));
+  }
+  return out;
+}
+
+const std::string kSynthetic = " --env synthetic --scale small ";
+
+/// A task id no generator covers (0 when every task is covered).
+int uncovered_task() {
+  const std::vector<int> covered = covered_tasks();
+  for (int id = 1; id <= 100; ++id)
+    if (std::find(covered.begin(), covered.end(), id) == covered.end()) return id;
+  return 0;
+}
+
+TEST(CliLearn, TrainWritesStepsAndCheckpoints) {
+  const fs::path dir = scratch("train");
+  auto r = run_cli("train" + kSynthetic + "--task 19,23,47 --steps 2 --tasks-per-batch 2 --group-size 4 "
+                   "--checkpoint-every 1 --out " + dir.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Csv steps = read_csv(dir / "steps.csv");
+  EXPECT_EQ(steps.header, schemas::training_steps().header());
+  ASSERT_EQ(steps.rows.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(steps.rows[i].at("step"), std::to_string(i));
+    EXPECT_EQ(steps.rows[i].at("rollouts"), "8");  // 2 tasks x 4
+    EXPECT_EQ(steps.rows[i].at("run"), "rlvr");
+  }
+  for (const char* f : {"base.pt", "adapter_step_1.pt", "adapter_step_2.pt", "final.pt"})
+    EXPECT_TRUE(fs::exists(dir / "checkpoints" / f)) << f;
+  EXPECT_TRUE(fs::exists(dir / "run.json"));
+  EXPECT_NE(r.output.find("rlvr step 2/2"), std::string::npos) << r.output;  // progress on stderr
+
+  // A config file, with a flag overriding it; the trained policy loads as a checkpoint.
+  const fs::path config = dir / "rlvr.json";
+  std::ofstream(config) << R"({"steps": 5, "tasks_per_batch": 1, "group_size": 3, "temperature": 0.5,
+                              "learning_rate": 0.01, "lora_rank": 4, "run": "from_file", "tasks": [19]})";
+  const fs::path dir2 = scratch("train2");
+  r = run_cli("train" + kSynthetic + "--config " + config.string() + " --steps 1 --checkpoint " +
+              (dir / "checkpoints" / "final.pt").string() + " --out " + dir2.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Csv steps2 = read_csv(dir2 / "steps.csv");
+  ASSERT_EQ(steps2.rows.size(), 1u);
+  EXPECT_EQ(steps2.rows[0].at("run"), "from_file");
+  EXPECT_EQ(steps2.rows[0].at("rollouts"), "3");
+}
+
+TEST(CliLearn, TttWritesOnePlusStepsRowsAndNamesTheBoaStep) {
+  const fs::path dir = scratch("ttt");
+  auto r = run_cli("ttt" + kSynthetic + "--task 19,47 --k 6 --steps 3 --learning-rate 0.05 --out " +
+                   dir.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Csv steps = read_csv(dir / "steps.csv");
+  EXPECT_EQ(steps.header, schemas::training_steps().header());
+  ASSERT_EQ(steps.rows.size(), 4u);
+  // The BoA step is the earliest step of highest fast_1.
+  int best = 0;
+  for (int i = 1; i < 4; ++i)
+    if (std::stod(steps.rows[i].at("fast_1")) > std::stod(steps.rows[best].at("fast_1"))) best = i;
+  EXPECT_NE(r.output.find("ttt: BoA step " + std::to_string(best) + " of 3"), std::string::npos) << r.output;
+  const Csv tasks = read_csv(dir / "ttt_tasks.csv");
+  EXPECT_EQ(tasks.header, schemas::ttt_task_steps().header());
+  EXPECT_EQ(tasks.rows.size(), 8u);  // 4 steps x 2 tasks
+  EXPECT_TRUE(fs::exists(dir / "adapters" / "boa_adapter.pt"));
+
+  const fs::path iso = scratch("ttt_isolated");
+  r = run_cli("ttt" + kSynthetic + "--task 19,47 --k 6 --steps 1 --isolated --update sdpo --out " + iso.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Csv iso_steps = read_csv(iso / "steps.csv");
+  ASSERT_EQ(iso_steps.rows.size(), 4u);  // 2 tasks x (1 + 1 steps)
+  EXPECT_EQ(iso_steps.rows[0].at("run"), "ttt_task19");
+  EXPECT_EQ(iso_steps.rows[2].at("run"), "ttt_task47");
+  EXPECT_EQ(iso_steps.rows[0].at("tasks"), "1");
+  EXPECT_NE(r.output.find("ttt_task19: BoA step"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("ttt_task47: BoA step"), std::string::npos) << r.output;
+  // Every isolated run starts from the same weights (a fresh adapter on the same start), so its
+  // step 0 samples what the batched run's step 0 sampled for that task (same seeds, same k).
+  const Csv iso_tasks = read_csv(iso / "ttt_tasks.csv");
+  ASSERT_EQ(iso_tasks.rows.size(), 4u);
+  for (const char* id : {"19", "47"}) {
+    const auto step0 = [&](const Csv& t) {
+      for (const auto& row : t.rows)
+        if (row.at("step") == "0" && row.at("task_id") == id) return row;
+      ADD_FAILURE() << "no step 0 row for task " << id;
+      return std::map<std::string, std::string>{};
+    };
+    const auto a = step0(tasks), b = step0(iso_tasks);
+    for (const char* col : {"correct_rate", "fast_1", "best_speedup", "mean_speedup_correct"})
+      EXPECT_EQ(a.at(col), b.at(col)) << "task " << id << " " << col;
+  }
+  EXPECT_TRUE(fs::exists(iso / "adapters" / "ttt_task19" / "boa_adapter.pt"));
+  EXPECT_TRUE(fs::exists(iso / "adapters" / "ttt_task47" / "boa_adapter.pt"));
+}
+
+TEST(CliLearn, SampleWritesKRowsPerTask) {
+  const fs::path dir = scratch("sample");
+  auto r = run_cli("sample" + kSynthetic + "--task 19,23,47 --k 5 --policy heuristic --noise 0.5 --out " +
+                   dir.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Csv samples = read_csv(dir / "samples.csv");
+  EXPECT_EQ(samples.header, schemas::samples().header());
+  ASSERT_EQ(samples.rows.size(), 15u);
+  std::map<std::string, int> per_task;
+  for (const auto& row : samples.rows) {
+    ++per_task[row.at("task_id")];
+    EXPECT_EQ(row.at("policy").rfind("heuristic", 0), 0u) << row.at("policy");
+    EXPECT_FALSE(row.at("config").empty());
+  }
+  EXPECT_EQ(per_task, (std::map<std::string, int>{{"19", 5}, {"23", 5}, {"47", 5}}));
+  // The summary names each task with its correct count.
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("\\n\\s*19\\s+19_ReLU\\s+5\\s+[0-5]\\s"))) << r.output;
+
+  // The same seed gives the same samples.
+  const fs::path again = scratch("sample_again");
+  r = run_cli("sample" + kSynthetic + "--task 19,23,47 --k 5 --policy heuristic --noise 0.5 --out " +
+              again.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Csv samples2 = read_csv(again / "samples.csv");
+  ASSERT_EQ(samples2.rows.size(), samples.rows.size());
+  for (size_t i = 0; i < samples.rows.size(); ++i)
+    EXPECT_EQ(samples2.rows[i].at("config"), samples.rows[i].at("config"));
+}
+
+double nll_of(const std::map<std::string, std::string>& row) { return std::stod(row.at("nll_per_token")); }
+
+TEST(CliLearn, SftLowersNll) {
+  const fs::path dir = scratch("sft");
+  auto r = run_cli("sft" + kSynthetic + "--teacher heuristic --task 19,23 --per-task 16 --epochs 3 "
+                   "--learning-rate 0.01 --out " + dir.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Csv epochs = read_csv(dir / "sft_epochs.csv");
+  EXPECT_EQ(epochs.header, schemas::sft_epochs().header());
+  ASSERT_EQ(epochs.rows.size(), 4u);  // epoch 0 (before training) and 3 epochs
+  EXPECT_LT(nll_of(epochs.rows.back()), nll_of(epochs.rows.front()));
+  EXPECT_TRUE(fs::exists(dir / "sft.pt"));
+  EXPECT_EQ(read_csv(dir / "teacher_samples.csv").rows.size(), 32u);
+
+  // From a samples.csv: its correct rows, fastest first.
+  const fs::path sampled = scratch("sft_samples");
+  r = run_cli("sample" + kSynthetic + "--task 19,47 --k 12 --policy uniform --out " + sampled.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const fs::path dir2 = scratch("sft2");
+  r = run_cli("sft --scale small --from-samples " + (sampled / "samples.csv").string() +
+              " --per-task 4 --epochs 2 --learning-rate 0.01 --out " + dir2.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Csv epochs2 = read_csv(dir2 / "sft_epochs.csv");
+  ASSERT_EQ(epochs2.rows.size(), 3u);
+  EXPECT_LT(nll_of(epochs2.rows.back()), nll_of(epochs2.rows.front()));
+  EXPECT_LE(std::stoi(epochs2.rows[0].at("items")), 8);
+  // The SFT result is a checkpoint the schedule policy loads.
+  r = run_cli("sample" + kSynthetic + "--task 19 --k 2 --checkpoint " + (dir2 / "sft.pt").string() + " --out " +
+              scratch("sft_sample").string());
+  EXPECT_EQ(r.status, 0) << r.output;
+}
+
+TEST(CliLearn, BadInputFailsClearly) {
+  const fs::path dir = scratch("errors");
+  const fs::path config = dir / "bad.json";
+  std::ofstream(config) << R"({"steps": 2, "group_sise": 4})";
+  auto r = run_cli("train" + kSynthetic + "--task 19 --config " + config.string() + " --out " + dir.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown config key 'group_sise'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(config.string() + ":"), std::string::npos) << r.output;  // the file is named
+  EXPECT_NE(r.output.find("group_size"), std::string::npos) << r.output;  // the valid keys are listed
+
+  r = run_cli("train" + kSynthetic + "--task 19 --steps two --out " + dir.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("'steps'"), std::string::npos) << r.output;
+
+  r = run_cli("sample" + kSynthetic + "--task 19 --policy greedy --out " + dir.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown policy 'greedy'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("heuristic"), std::string::npos) << r.output;
+
+  r = run_cli("train" + kSynthetic + "--task 19 --policy uniform --out " + dir.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("cannot be trained"), std::string::npos) << r.output;
+
+  r = run_cli("ttt" + kSynthetic + "--split nosuchsplit --out " + dir.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown split 'nosuchsplit'"), std::string::npos) << r.output;
+
+  r = run_cli("ttt" + kSynthetic + "--task 101 --out " + dir.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown task id 101"), std::string::npos) << r.output;
+
+  if (const int id = uncovered_task()) {
+    r = run_cli("train" + kSynthetic + "--task " + std::to_string(id) + " --out " + dir.string());
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("no generator covers task " + std::to_string(id)), std::string::npos) << r.output;
+  }
+
+  r = run_cli("train" + kSynthetic + "--task 19");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("--out"), std::string::npos) << r.output;
+
+  r = run_cli("train --env nowhere --task 19 --out " + dir.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--env"), std::string::npos) << r.output;
+
+  r = run_cli("sft" + kSynthetic + "--task 19 --out " + dir.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--teacher heuristic or --from-samples"), std::string::npos) << r.output;
+
+  r = run_cli("sample" + kSynthetic + "--task 19 --log " + (dir / "log.jsonl").string() + " --out " + dir.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--log"), std::string::npos) << r.output;
+}
+
+TEST(CliLearn, SplitSkipsUncoveredTasksWithAWarning) {
+  // "all" holds every task; the uncovered ones are skipped with a warning line each.
+  const fs::path dir = scratch("split");
+  auto r = run_cli("sample" + kSynthetic + "--split all --k 1 --policy heuristic --out " + dir.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  if (const int id = uncovered_task()) {
+    EXPECT_NE(r.output.find("warning: no generator covers task " + std::to_string(id) + ": skipped"),
+              std::string::npos)
+        << r.output;
+  } else {
+    EXPECT_EQ(r.output.find("warning:"), std::string::npos) << r.output;
+  }
+  EXPECT_EQ(read_csv(dir / "samples.csv").rows.size(), covered_tasks().size());
+}
+
+TEST(CliLearn, SweepNeedsAGpu) {
+  const fs::path dir = scratch("sweep");
+  std::string reason;
+  if (!gpu_available(&reason)) {
+    auto r = run_cli("sweep --task 19 --scale small --out " + dir.string());
+    EXPECT_NE(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("needs a GPU"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(dir / "sweep_configs.csv"));
+    // Bad input is still reported as such first.
+    r = run_cli("sweep --task 101 --out " + dir.string());
+    EXPECT_EQ(r.status, 2) << r.output;
+    return;
+  }
+  // With a GPU: a small seeded sample that always holds the expert configuration.
+  auto r = run_cli("sweep --task 19 --scale small --max-configs 3 --seed 7 --out " + dir.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Csv configs = read_csv(dir / "sweep_configs.csv");
+  EXPECT_EQ(configs.header, schemas::sweep_configs().header());
+  ASSERT_EQ(configs.rows.size(), 3u);
+  int experts = 0;
+  for (const auto& row : configs.rows) experts += row.at("is_expert") == "1";
+  EXPECT_EQ(experts, 1);
+  const Csv tasks = read_csv(dir / "sweep_tasks.csv");
+  EXPECT_EQ(tasks.header, schemas::sweep_tasks().header());
+  ASSERT_EQ(tasks.rows.size(), 1u);
+  EXPECT_EQ(tasks.rows[0].at("evaluated"), "3");
+}
+
+// ---- run_setup ----
+
+fs::path write_json(const std::string& name, const std::string& text) {
+  const fs::path file = scratch("json") / name;
+  std::ofstream(file) << text;
+  return file;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no InputError)";
+}
+
+TEST(RunSetup, ReadsAGoodConfig) {
+  const fs::path file = write_json("rlvr.json", R"({
+    "tasks": [19, 23], "scale": "small", "tasks_per_batch": 2, "group_size": 6, "steps": 3,
+    "temperature": 0.7, "learning_rate": 0.002, "lora_rank": 4, "lora_alpha": 8, "normalize_std": false,
+    "clip_epsilon": 0.3, "aggregation": "token_mean", "kl_coef": 0.05, "checkpoint_every": 2, "seed": 11,
+    "run": "mine"})");
+  const RlvrConfig c = read_rlvr_config(read_json_file(file), file.string());
+  EXPECT_EQ(c.tasks, (std::vector<int>{19, 23}));
+  EXPECT_EQ(c.scale, Scale::small);
+  EXPECT_EQ(c.tasks_per_batch, 2);
+  EXPECT_EQ(c.group_size, 6);
+  EXPECT_EQ(c.steps, 3);
+  EXPECT_DOUBLE_EQ(c.temperature, 0.7);
+  EXPECT_DOUBLE_EQ(c.optimizer.learning_rate, 0.002);
+  EXPECT_EQ(c.lora_config.rank, 4);
+  EXPECT_DOUBLE_EQ(c.lora_config.alpha, 8);
+  EXPECT_FALSE(c.grpo.normalize_std);
+  EXPECT_DOUBLE_EQ(c.grpo.update.clip_epsilon, 0.3);
+  EXPECT_EQ(c.grpo.update.aggregation, Aggregation::token_mean);
+  EXPECT_DOUBLE_EQ(c.grpo.update.kl_coef, 0.05);
+  EXPECT_EQ(c.checkpoint_every, 2);
+  EXPECT_EQ(c.seed, 11u);
+  EXPECT_EQ(c.run, "mine");
+
+  // Missing keys keep the struct's defaults.
+  const RlvrConfig d = read_rlvr_config(nlohmann::json::object(), "x");
+  const RlvrConfig defaults;
+  EXPECT_EQ(d.steps, defaults.steps);
+  EXPECT_DOUBLE_EQ(d.optimizer.learning_rate, defaults.optimizer.learning_rate);
+
+  const TttConfig t = read_ttt_config(
+      nlohmann::json{{"split", "subset1"}, {"k", 4}, {"update", "sdpo"}, {"teacher", "prompt_only"},
+                     {"sdpo_beta", 0.5}, {"patience", 2}},
+      "inline");
+  EXPECT_EQ(t.tasks, (std::vector<int>{4, 5, 12, 14, 15}));
+  EXPECT_EQ(t.k, 4);
+  EXPECT_EQ(t.update, TttUpdate::sdpo);
+  EXPECT_EQ(t.teacher, SdpoTeacher::prompt_only);
+  EXPECT_DOUBLE_EQ(t.sdpo_beta, 0.5);
+  EXPECT_EQ(t.patience, 2);
+
+  const SftConfig s = read_sft_config(nlohmann::json{{"epochs", 7}, {"batch_size", 3}, {"lora", true}}, "inline");
+  EXPECT_EQ(s.epochs, 7);
+  EXPECT_EQ(s.batch_size, 3);
+  EXPECT_TRUE(s.lora);
+  EXPECT_DOUBLE_EQ(s.optimizer.learning_rate, SftConfig{}.optimizer.learning_rate);
+}
+
+TEST(RunSetup, RejectsUnknownKeysWrongTypesAndBadValues) {
+  const fs::path file = write_json("bad_key.json", R"({"steps": 3, "lerning_rate": 0.1})");
+  std::string e = error_of([&] { read_rlvr_config(read_json_file(file), file.string()); });
+  EXPECT_NE(e.find("unknown config key 'lerning_rate'"), std::string::npos) << e;
+  EXPECT_NE(e.find(file.string()), std::string::npos) << e;
+  EXPECT_NE(e.find("learning_rate"), std::string::npos) << e;  // among the valid keys
+
+  const fs::path typed = write_json("bad_type.json", R"({"steps": "3"})");
+  e = error_of([&] { read_rlvr_config(read_json_file(typed), typed.string()); });
+  EXPECT_NE(e.find("'steps' must be an integer"), std::string::npos) << e;
+  EXPECT_NE(e.find(typed.string()), std::string::npos) << e;
+  e = error_of([] { read_rlvr_config(nlohmann::json{{"steps", 2.5}}, "f"); });
+  EXPECT_NE(e.find("'steps' must be an integer"), std::string::npos) << e;
+  e = error_of([] { read_rlvr_config(nlohmann::json{{"normalize_std", 1}}, "f"); });
+  EXPECT_NE(e.find("'normalize_std' must be true or false"), std::string::npos) << e;
+
+  e = error_of([] { read_rlvr_config(nlohmann::json{{"group_size", 1}}, "f"); });
+  EXPECT_NE(e.find("'group_size' must be an integer >= 2"), std::string::npos) << e;
+  e = error_of([] { read_rlvr_config(nlohmann::json{{"temperature", 0}}, "f"); });
+  EXPECT_NE(e.find("'temperature'"), std::string::npos) << e;
+  e = error_of([] { read_rlvr_config(nlohmann::json{{"aggregation", "median"}}, "f"); });
+  EXPECT_NE(e.find("'aggregation'"), std::string::npos) << e;
+  e = error_of([] { read_ttt_config(nlohmann::json{{"update", "ppo"}}, "f"); });
+  EXPECT_NE(e.find("'update'"), std::string::npos) << e;
+  e = error_of([] { read_ttt_config(nlohmann::json{{"teacher", "oracle"}}, "f"); });
+  EXPECT_NE(e.find("'teacher'"), std::string::npos) << e;
+  e = error_of([] { read_ttt_config(nlohmann::json{{"tasks", nlohmann::json::array({19})}, {"split", "train"}}, "f"); });
+  EXPECT_NE(e.find("not both"), std::string::npos) << e;
+  e = error_of([] { read_ttt_config(nlohmann::json{{"tasks", nlohmann::json::array({19, 500})}}, "f"); });
+  EXPECT_NE(e.find("unknown task id 500"), std::string::npos) << e;
+  // Keys of one loop are not keys of another.
+  e = error_of([] { read_sft_config(nlohmann::json{{"group_size", 4}}, "f"); });
+  EXPECT_NE(e.find("unknown config key 'group_size'"), std::string::npos) << e;
+  e = error_of([] { read_rlvr_config(nlohmann::json::array(), "f"); });
+  EXPECT_NE(e.find("JSON object"), std::string::npos) << e;
+
+  const fs::path broken = write_json("broken.json", R"({"steps": )");
+  e = error_of([&] { read_json_file(broken); });
+  EXPECT_NE(e.find("not valid JSON"), std::string::npos) << e;
+}
+
+TEST(RunSetup, OverridesAreTyped) {
+  nlohmann::json j = {{"steps", 4}};
+  set_config_value(j, "steps", "9");
+  set_config_value(j, "temperature", "0.5");
+  set_config_value(j, "update", "sdpo");
+  set_config_value(j, "normalize_std", "false");
+  EXPECT_EQ(j.at("steps"), 9);
+  EXPECT_EQ(j.at("temperature"), 0.5);
+  EXPECT_EQ(j.at("update"), "sdpo");
+  EXPECT_EQ(j.at("normalize_std"), false);
+}
+
+TEST(RunSetup, TasksAndPolicies) {
+  EXPECT_EQ(select_tasks({23, 19, 23}, ""), (std::vector<int>{23, 19}));
+  EXPECT_EQ(select_tasks({}, "subset2"), (std::vector<int>{18, 28, 29, 30, 32}));
+  EXPECT_NE(error_of([] { select_tasks({19}, "train"); }).find("exactly one"), std::string::npos);
+  EXPECT_NE(error_of([] { select_tasks({}, ""); }).find("exactly one"), std::string::npos);
+  EXPECT_NE(error_of([] { select_tasks({}, "nope"); }).find("unknown split 'nope'"), std::string::npos);
+  EXPECT_NE(error_of([] { select_tasks({0}, ""); }).find("unknown task id 0"), std::string::npos);
+
+  std::vector<std::string> warnings;
+  const std::vector<int> all = select_tasks({}, "all");
+  const std::vector<int> kept = covered_only(all, [&](const std::string& w) { warnings.push_back(w); });
+  EXPECT_EQ(kept, covered_tasks());
+  EXPECT_EQ(warnings.size(), all.size() - kept.size());
+  if (const int id = uncovered_task()) {
+    EXPECT_NE(error_of([&] { covered_only({19, id}); }).find("no generator covers task " + std::to_string(id)),
+              std::string::npos);
+  }
+
+  const auto named = [](const std::string& name) {
+    PolicyOptions o;
+    o.name = name;
+    return o;
+  };
+  EXPECT_EQ(make_policy(named("uniform"))->name(), "uniform");
+  EXPECT_EQ(make_policy(named("schedule"))->name(), "schedule");
+  PolicyOptions heuristic = named("heuristic");
+  heuristic.noise = 0.1;
+  EXPECT_EQ(make_policy(heuristic)->name().rfind("heuristic", 0), 0u);
+  heuristic.noise = 1.5;
+  EXPECT_NE(error_of([&] { make_policy(heuristic); }).find("noise"), std::string::npos);
+  const std::string e = error_of([&] { make_policy(named("random")); });
+  EXPECT_NE(e.find("unknown policy 'random'"), std::string::npos) << e;
+  EXPECT_NE(e.find("schedule, uniform, heuristic"), std::string::npos) << e;
+  PolicyOptions with_weights = named("uniform");
+  with_weights.checkpoint = "x.pt";
+  EXPECT_NE(error_of([&] { make_policy(with_weights); }).find("no weights"), std::string::npos);
+  EXPECT_NE(error_of([&] { make_trainable_policy(named("heuristic")); }).find("cannot be trained"),
+            std::string::npos);
+  PolicyOptions missing = named("schedule");
+  missing.checkpoint = "/no/such.pt";
+  EXPECT_NE(error_of([&] { make_policy(missing); }).find("does not exist"), std::string::npos);
+}
+
+TEST(RunSetup, SweepSampleIsUniformWithoutReplacementAndKeepsTheExpert) {
+  EXPECT_EQ(sweep_sample(5, 3, 0, 1, 19), (std::vector<size_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(sweep_sample(5, 3, 9, 1, 19), (std::vector<size_t>{0, 1, 2, 3, 4}));
+  std::vector<int> hits(100, 0);
+  for (uint64_t seed = 0; seed < 400; ++seed) {
+    const std::vector<size_t> s = sweep_sample(100, 42, 10, seed, 19);
+    ASSERT_EQ(s.size(), 10u);
+    EXPECT_TRUE(std::is_sorted(s.begin(), s.end()));
+    EXPECT_EQ(std::adjacent_find(s.begin(), s.end()), s.end());  // no repeats
+    EXPECT_TRUE(std::binary_search(s.begin(), s.end(), 42u));
+    EXPECT_EQ(s, sweep_sample(100, 42, 10, seed, 19));  // reproducible
+    for (size_t i : s) ++hits[i];
+  }
+  EXPECT_NE(sweep_sample(100, 42, 10, 1, 19), sweep_sample(100, 42, 10, 2, 19));
+  EXPECT_NE(sweep_sample(100, 42, 10, 1, 19), sweep_sample(100, 42, 10, 1, 23));
+  // Every other index is drawn with probability 9/99: 400 * 9/99 = 36.4 expected hits each.
+  EXPECT_EQ(hits[42], 400);
+  for (size_t i = 0; i < 100; ++i)
+    if (i != 42) {
+      EXPECT_TRUE(hits[i] > 10 && hits[i] < 70) << i << ": " << hits[i];
+    }
+  EXPECT_NE(error_of([] { sweep_sample(10, 0, -1, 0, 19); }).find("--max-configs"), std::string::npos);
+}
+
+TEST(RunSetup, EvalSettingsFromFlags) {
+  EvalFlags flags;
+  flags.mode = "full";
+  flags.scale = "small";
+  flags.tolerance = "legacy";
+  flags.trials = 3;
+  const EvalSettings s = eval_settings(flags);
+  EXPECT_EQ(s.mode, TimingMode::full);
+  EXPECT_EQ(s.scale, Scale::small);
+  EXPECT_DOUBLE_EQ(s.atol, 1e-2);
+  EXPECT_EQ(s.trials, 3);
+  flags.mode = "slow";
+  EXPECT_NE(error_of([&] { eval_settings(flags); }).find("slow"), std::string::npos);
+  flags.mode = "fast";
+  flags.trials = 0;
+  EXPECT_NE(error_of([&] { eval_settings(flags); }).find("--trials"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kbrl::testing

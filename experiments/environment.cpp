@@ -1,0 +1,141 @@
+#include "environment.h"
+
+#include <chrono>
+#include <cmath>
+#include <set>
+
+#include <harness/evaluator.h>
+#include <harness/rollout_log.h>
+#include <kbrl/error.h>
+#include <kbrl/splitmix64.h>
+#include <kernels/generator.h>
+
+namespace kbrl {
+namespace {
+
+uint64_t hash_text(uint64_t seed, std::string_view text) {
+  uint64_t h = seed ^ 0xcbf29ce484222325ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return splitmix64(h);
+}
+
+/// A draw from N(0, 1) (Box-Muller) keyed by a hash.
+double normal_of(uint64_t h) {
+  uint64_t s = h;
+  const double u1 = (static_cast<double>(splitmix64(s) >> 11) + 0.5) * 0x1.0p-53;
+  const double u2 = static_cast<double>(splitmix64(s) >> 11) * 0x1.0p-53;
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+}
+
+bool unsafe(const Config& c) {
+  auto is = [&](const char* knob, const char* value) { return c.has(knob) && c.at(knob) == value; };
+  return (c.has("precision") && c.at("precision") != "fp32") || is("fast_math", "on") ||
+         is("tail", "dropped");
+}
+
+}  // namespace
+
+EvaluatorEnvironment::EvaluatorEnvironment(Evaluator& evaluator, const std::filesystem::path& resume_from)
+    : evaluator_(evaluator) {
+  if (!resume_from.empty() && std::filesystem::exists(resume_from))
+    for (EvalRecord& r : read_rollout_log(resume_from)) memo_.emplace(r.key, std::move(r));
+}
+
+std::vector<Rollout> EvaluatorEnvironment::evaluate(const TaskSpec& task,
+                                                    const std::vector<Sample>& samples,
+                                                    const std::string& policy) {
+  const auto start = std::chrono::steady_clock::now();
+  const Generator& g = generator_for(task.id);
+  std::vector<std::string> keys;
+  std::vector<Candidate> todo;
+  std::set<std::string> queued;
+  for (const Sample& s : samples) {
+    Candidate c = g.generate(task, s.config);
+    keys.push_back(evaluator_.key(c));
+    if (!memo_.count(keys.back()) && queued.insert(keys.back()).second) todo.push_back(std::move(c));
+  }
+  if (!todo.empty())
+    for (EvalRecord& r : evaluator_.evaluate_all(todo, policy)) memo_[r.key] = std::move(r);
+  std::vector<Rollout> out;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    auto it = memo_.find(keys[i]);
+    KBRL_ASSERT(it != memo_.end(), "no record for sample {} of task {}", i, task.id);
+    const EvalRecord& r = it->second;
+    const bool first = queued.erase(keys[i]) > 0;  // the sample whose evaluation ran now
+    Rollout ro;
+    ro.sample = samples[i];
+    ro.outcome = r.outcome;
+    ro.compiled = r.compile.ok;
+    ro.correct = r.outcome == Outcome::ok;
+    ro.speedup = r.speedup;
+    ro.reward = r.reward;
+    ro.compile_seconds = first && !r.compile.cache_hit ? r.compile.seconds : 0.0;
+    ro.flags = r.flags;
+    out.push_back(std::move(ro));
+  }
+  seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+SyntheticEnvironment::SyntheticEnvironment(uint64_t seed, double effect_scale, RewardConfig reward)
+    : seed_(seed), effect_scale_(effect_scale), reward_(std::move(reward)) {}
+
+Rollout SyntheticEnvironment::score(const TaskSpec& task, const Sample& sample) const {
+  const std::string prefix = std::to_string(task.id) + "/";
+  double log_speedup = 0;
+  for (const auto& [knob, value] : sample.config.entries())
+    log_speedup += effect_scale_ * normal_of(hash_text(seed_, prefix + knob + "=" + value));
+  const bool wrong = unsafe(sample.config) && (hash_text(seed_, prefix + sample.config.str()) & 1);
+  RewardInput in;
+  in.task_id = task.id;
+  in.compiled = true;
+  in.correct = !wrong;
+  in.reference_ms = 1.0;
+  in.candidate_ms = std::exp(-log_speedup);
+  const RewardResult r = compute_reward(in, reward_);
+  Rollout ro;
+  ro.sample = sample;
+  ro.outcome = wrong ? Outcome::wrong_answer : Outcome::ok;
+  ro.compiled = true;
+  ro.correct = !wrong;
+  ro.speedup = r.speedup;
+  ro.reward = r.reward;
+  ro.flags = r.flags;
+  return ro;
+}
+
+std::vector<Rollout> SyntheticEnvironment::evaluate(const TaskSpec& task,
+                                                    const std::vector<Sample>& samples,
+                                                    const std::string& policy) {
+  std::vector<Rollout> out;
+  for (const Sample& s : samples) out.push_back(score(task, s));
+  return out;
+}
+
+double SyntheticEnvironment::expected_reward(Policy& policy, const TaskSpec& task,
+                                             double temperature) const {
+  const KnobSpace& space = knob_space_of(task);
+  std::vector<std::vector<int>> tokens;
+  std::vector<Sample> samples;
+  for (const Config& c : space.enumerate()) {
+    Sample s;
+    s.task_id = task.id;
+    s.config = c;
+    s.tokens = space.tokenize(c);
+    tokens.push_back(s.tokens);
+    samples.push_back(std::move(s));
+  }
+  const auto logprobs = policy.logprob(task, tokens, temperature);
+  double expected = 0;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    double lp = 0;
+    for (double x : logprobs[i]) lp += x;
+    expected += std::exp(lp) * score(task, samples[i]).reward;
+  }
+  return expected;
+}
+
+}  // namespace kbrl

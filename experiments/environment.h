@@ -1,0 +1,94 @@
+#pragma once
+// Where samples become rewards (DESIGN.md, the way data flows): a sample's configuration goes
+// through its task's generator to a Candidate, and the evaluator scores it. The loops
+// (experiments/training_loops.h) see only this interface, so they run against the real evaluator
+// on a GPU and against a synthetic reward table in the CPU tests.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <harness/eval_record.h>
+#include <harness/outcome.h>
+#include <harness/reward.h>
+#include <policies/policy.h>
+
+namespace kbrl {
+
+class Evaluator;
+
+/// One evaluated sample.
+struct Rollout {
+  Sample sample;
+  Outcome outcome = Outcome::ok;
+  bool compiled = false;
+  bool correct = false;
+  double speedup = 0.0;  // correctness-gated
+  double reward = 0.0;
+  double compile_seconds = 0.0;  // NVRTC time (0 on a cache hit)
+  std::vector<std::string> flags;
+
+  /// fast_1's event: correct and strictly faster than the reference.
+  bool fast() const { return correct && speedup > 1.0; }
+};
+
+class Environment {
+ public:
+  virtual ~Environment() = default;
+  virtual std::string name() const = 0;
+  /// Evaluates samples of one task, in order. `policy` names the sampler in the records.
+  virtual std::vector<Rollout> evaluate(const TaskSpec& task, const std::vector<Sample>& samples,
+                                        const std::string& policy) = 0;
+  /// Wall seconds spent evaluating so far (compile waits, checks and timing).
+  virtual double evaluator_seconds() const = 0;
+};
+
+/// The real thing: generator -> Candidate -> Evaluator::evaluate_all. Identical candidates (the
+/// same record key: source, plan and settings) share one evaluation within an environment: a
+/// configuration sampled again reuses its first record (its timing included), so a run spends GPU
+/// time on distinct kernels only; rollouts still count every sample. Records are appended to the
+/// evaluator's attached rollout log once per distinct candidate; `resume_from` (that log's path)
+/// preloads the records of an interrupted run so they are not evaluated again.
+class EvaluatorEnvironment final : public Environment {
+ public:
+  explicit EvaluatorEnvironment(Evaluator& evaluator, const std::filesystem::path& resume_from = {});
+  std::string name() const override { return "evaluator"; }
+  std::vector<Rollout> evaluate(const TaskSpec& task, const std::vector<Sample>& samples,
+                                const std::string& policy) override;
+  double evaluator_seconds() const override { return seconds_; }
+  /// Distinct candidates evaluated (or preloaded) so far.
+  size_t distinct_evaluations() const { return memo_.size(); }
+
+ private:
+  Evaluator& evaluator_;
+  double seconds_ = 0.0;
+  std::map<std::string, EvalRecord> memo_;  // by record key
+};
+
+/// A fixed reward table over every task's knob space, for CPU tests of the algorithms. Each
+/// (knob, value) of a task has an effect drawn from `seed`; a configuration's log-speedup is the
+/// sum of its values' effects, so a policy can learn it knob by knob. A configuration with an
+/// unsafe value (precision other than fp32, fast_math=on, tail=dropped) is wrong for half of the
+/// configurations (by hash). Rewards follow `reward` (speedup kind: the gated speedup).
+class SyntheticEnvironment final : public Environment {
+ public:
+  explicit SyntheticEnvironment(uint64_t seed, double effect_scale = 0.5, RewardConfig reward = {});
+  std::string name() const override { return "synthetic"; }
+  std::vector<Rollout> evaluate(const TaskSpec& task, const std::vector<Sample>& samples,
+                                const std::string& policy) override;
+  double evaluator_seconds() const override { return 0.0; }
+
+  /// The rollout a configuration always gets.
+  Rollout score(const TaskSpec& task, const Sample& sample) const;
+  /// The expected reward of `policy` on `task` at `temperature`: the sum over every legal
+  /// configuration of p(configuration) * reward.
+  double expected_reward(Policy& policy, const TaskSpec& task, double temperature) const;
+
+ private:
+  uint64_t seed_;
+  double effect_scale_;
+  RewardConfig reward_;
+};
+
+}  // namespace kbrl

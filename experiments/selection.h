@@ -1,0 +1,46 @@
+#pragma once
+// Selection strategies over a task's evaluated samples (the surprisal report, 4.5 and 5.2): which
+// one sample a method keeps. Each returns the EXPECTED outcome of its pick, averaging over the
+// samples it cannot tell apart (ties in log-probability, a random pick), so results do not depend
+// on a tie-break or a random draw.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kbrl {
+
+/// One evaluated sample, as selection sees it.
+
+struct ScoredSample {
+  bool correct = false;
+  double speedup = 0.0;        // gated: 0 unless correct
+  double mean_logprob = 0.0;   // log-probability per token (the report's "mean-logprob")
+  bool fast() const { return correct && speedup > 1.0; }
+};
+
+enum class SelectionStrategy {
+  oracle,            // best-correct: the highest speedup among correct samples (post hoc)
+  random_correct,    // a uniformly random correct sample
+  confidence,        // the highest mean-logprob among correct samples
+  surprisal,         // the lowest mean-logprob (highest surprisal) among correct samples
+  surprisal_top3,    // the best speedup among the 3 highest-surprisal correct samples
+};
+std::string_view to_string(SelectionStrategy);
+const std::vector<SelectionStrategy>& all_selection_strategies();
+
+/// The expected result of one task's pick.
+struct Selection {
+  double fast = 0.0;     // probability the pick is correct and faster than the reference
+  double speedup = 0.0;  // expected (gated) speedup of the pick; 0 when no sample is correct
+  int evaluations = 0;   // evaluated samples the strategy needs the results of
+};
+
+/// A strategy's pick among a task's samples. No correct sample: fast 0, speedup 0.
+Selection select_sample(const std::vector<ScoredSample>& samples, SelectionStrategy strategy);
+
+/// The deployable variant the report leaves open: rank ALL samples by surprisal before any
+/// evaluation, evaluate only the top m (highest surprisal first; ties ranked by their expected
+/// position), keep the fastest correct one. m >= samples evaluates everything (= oracle).
+Selection select_top_surprisal_evaluated(const std::vector<ScoredSample>& samples, int m);
+
+}  // namespace kbrl

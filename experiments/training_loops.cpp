@@ -1,0 +1,318 @@
+#include "training_loops.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+
+#include <unistd.h>
+
+#include <kbrl/error.h>
+#include <kbrl/splitmix64.h>
+#include <reference/task_registry.h>
+
+#include "schemas.h"
+
+namespace kbrl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+/// A per-(run seed, step, task) sampling seed.
+uint64_t sample_seed(uint64_t seed, int step, int task_id) {
+  uint64_t s = seed ^ (0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(step + 1)) ^
+               (0xC2B2AE3D27D4EB4FULL * static_cast<uint64_t>(task_id));
+  return splitmix64(s);
+}
+
+/// Fisher-Yates with splitmix64 (the same order on every platform).
+void shuffle(std::vector<int>& v, uint64_t& state) {
+  for (size_t i = v.size(); i > 1; --i) {
+    const size_t j = static_cast<size_t>(splitmix64(state) % i);
+    std::swap(v[i - 1], v[j]);
+  }
+}
+
+void check_tasks(const std::vector<int>& tasks, const char* loop) {
+  KBRL_CHECK_INPUT(!tasks.empty(), "{}: no tasks", loop);
+  for (int id : tasks) task_spec(id, Scale::small);  // InputError for an unknown id
+}
+
+/// Samples and evaluates `n` rollouts for a task, adding to `budget`.
+std::vector<Rollout> roll(Policy& policy, Environment& env, const TaskSpec& task, int n,
+                          double temperature, uint64_t seed, Budget& budget) {
+  const std::vector<Sample> samples = policy.sample(task, n, temperature, seed);
+  const double before = env.evaluator_seconds();
+  std::vector<Rollout> rollouts = env.evaluate(task, samples, policy.name());
+  budget.evaluator_seconds += env.evaluator_seconds() - before;
+  budget.rollouts += static_cast<int64_t>(rollouts.size());
+  for (const Rollout& r : rollouts) {
+    budget.tokens += static_cast<int64_t>(r.sample.tokens.size());
+    budget.compile_seconds += r.compile_seconds;
+  }
+  return rollouts;
+}
+
+}  // namespace
+
+Budget& Budget::operator+=(const Budget& o) {
+  rollouts += o.rollouts;
+  tokens += o.tokens;
+  teacher_tokens += o.teacher_tokens;
+  compile_seconds += o.compile_seconds;
+  evaluator_seconds += o.evaluator_seconds;
+  wall_seconds += o.wall_seconds;
+  return *this;
+}
+
+StepMetrics score_rollouts(const std::vector<Rollout>& rollouts) {
+  StepMetrics m;
+  m.rollouts = static_cast<int64_t>(rollouts.size());
+  if (rollouts.empty()) return m;
+  double compiled = 0, correct = 0, fast = 0, speedup = 0, reward = 0;
+  for (const Rollout& r : rollouts) {
+    compiled += r.compiled;
+    correct += r.correct;
+    fast += r.fast();
+    if (r.correct) speedup += r.speedup;
+    reward += r.reward;
+  }
+  const double n = static_cast<double>(rollouts.size());
+  m.compiled_rate = compiled / n;
+  m.correct_rate = correct / n;
+  m.fast_1 = fast / n;
+  m.mean_speedup_correct = correct > 0 ? speedup / correct : 0.0;
+  m.mean_reward = reward / n;
+  return m;
+}
+
+std::vector<std::string> training_step_row(const std::string& run, const StepMetrics& m) {
+  return {run,
+          cell(m.step),
+          cell(m.tasks),
+          cell(m.rollouts),
+          cell(m.compiled_rate),
+          cell(m.correct_rate),
+          cell(m.fast_1),
+          cell(m.mean_speedup_correct),
+          cell(m.mean_reward),
+          cell(m.update.kl),
+          cell(m.update.entropy),
+          cell(m.update.loss),
+          cell(m.update.grad_norm),
+          cell(m.update.clip_fraction),
+          cell(m.budget.tokens),
+          cell(m.budget.teacher_tokens),
+          cell(m.budget.compile_seconds),
+          cell(m.budget.evaluator_seconds),
+          cell(m.budget.wall_seconds)};
+}
+
+std::vector<StepMetrics> run_rlvr(TrainablePolicy& policy, Environment& env, const RlvrConfig& c,
+                                  CsvTable* steps_csv, const std::filesystem::path& checkpoint_dir,
+                                  const Progress& progress) {
+  check_tasks(c.tasks, "rlvr");
+  KBRL_CHECK_INPUT(c.tasks_per_batch > 0 && c.group_size > 1 && c.steps >= 0,
+                   "rlvr: tasks_per_batch {} must be > 0, group_size {} > 1, steps {} >= 0",
+                   c.tasks_per_batch, c.group_size, c.steps);
+  KBRL_CHECK_INPUT(c.temperature > 0, "rlvr: temperature must be > 0 (got {})", c.temperature);
+  policy.set_optimizer(c.optimizer);
+  if (c.lora) policy.add_adapter(c.lora_config, c.seed);
+  if (!checkpoint_dir.empty()) {
+    std::filesystem::create_directories(checkpoint_dir);
+    policy.save_base(checkpoint_dir / "base.pt");
+  }
+  UpdateConfig update = c.grpo.update;
+  update.temperature = c.temperature;
+  uint64_t order_state = c.seed ^ 0x0DDBA11ULL;
+  std::vector<int> order;
+  size_t next = 0;
+  std::vector<StepMetrics> out;
+  for (int step = 0; step < c.steps; ++step) {
+    const auto start = Clock::now();
+    Budget budget;
+    std::vector<Rollout> all;
+    std::vector<TrainItem> batch;
+    for (int b = 0; b < c.tasks_per_batch; ++b) {
+      if (next == order.size()) {
+        order = c.tasks;
+        shuffle(order, order_state);
+        next = 0;
+      }
+      const TaskSpec task = task_spec(order[next++], c.scale);
+      std::vector<Rollout> group =
+          roll(policy, env, task, c.group_size, c.temperature, sample_seed(c.seed, step, task.id), budget);
+      std::vector<double> rewards;
+      for (const Rollout& r : group) rewards.push_back(r.reward);
+      const std::vector<TrainItem> items =
+          grpo_items(task, group, group_advantages(rewards, c.grpo.normalize_std));
+      batch.insert(batch.end(), items.begin(), items.end());
+      all.insert(all.end(), group.begin(), group.end());
+    }
+    StepMetrics m = score_rollouts(all);
+    m.step = step;
+    m.tasks = c.tasks_per_batch;
+    m.update = policy.update(batch, update);
+    budget.wall_seconds = seconds_since(start);
+    m.budget = budget;
+    if (steps_csv) steps_csv->row(training_step_row(c.run, m));
+    if (progress)
+      progress(fmt::format("rlvr step {}/{}: correct {:.3f} fast_1 {:.3f} reward {:.3f} kl {:.4f} "
+                           "entropy {:.3f} ({:.1f} s)",
+                           step + 1, c.steps, m.correct_rate, m.fast_1, m.mean_reward, m.update.kl,
+                           m.update.entropy, budget.wall_seconds));
+    out.push_back(m);
+    if (!checkpoint_dir.empty() && c.lora && c.checkpoint_every > 0 && (step + 1) % c.checkpoint_every == 0)
+      policy.save_adapter(checkpoint_dir / fmt::format("adapter_step_{}.pt", step + 1));
+  }
+  if (c.lora) policy.merge_adapter();
+  if (!checkpoint_dir.empty()) policy.save_base(checkpoint_dir / "final.pt");
+  return out;
+}
+
+TttResult run_ttt(TrainablePolicy& policy, Environment& env, const TttConfig& c, CsvTable* steps_csv,
+                  CsvTable* task_csv, const std::filesystem::path& adapter_dir, const Progress& progress) {
+  check_tasks(c.tasks, "ttt");
+  KBRL_CHECK_INPUT(c.k > 0 && c.steps >= 0 && c.patience >= 0,
+                   "ttt: k {} must be > 0, steps {} >= 0, patience {} >= 0", c.k, c.steps, c.patience);
+  KBRL_CHECK_INPUT(c.temperature > 0, "ttt: temperature must be > 0 (got {})", c.temperature);
+  KBRL_CHECK_INPUT(c.update != TttUpdate::sdpo || c.k >= 1, "ttt: sdpo needs k >= 1");
+  policy.set_optimizer(c.optimizer);
+  policy.add_adapter(c.lora_config, c.seed);
+  if (!adapter_dir.empty()) std::filesystem::create_directories(adapter_dir);
+  UpdateConfig update = c.grpo.update;
+  update.temperature = c.temperature;
+  std::vector<TaskSpec> tasks;
+  for (int id : c.tasks) tasks.push_back(task_spec(id, c.scale));
+
+  TttResult result;
+  std::vector<double> scores;
+  std::map<int, std::filesystem::path> saved;  // step -> adapter file
+  const auto adapter_file = [&](int step) {
+    return adapter_dir.empty()
+               ? std::filesystem::temp_directory_path() / fmt::format("kbrl-ttt-{}-{}.pt", ::getpid(), step)
+               : adapter_dir / fmt::format("adapter_step_{}.pt", step);
+  };
+  for (int step = 0; step <= c.steps; ++step) {
+    const auto start = Clock::now();
+    Budget budget;
+    policy.save_adapter(adapter_file(step));
+    saved[step] = adapter_file(step);
+    std::vector<Rollout> all;
+    std::vector<TrainItem> batch;
+    for (const TaskSpec& task : tasks) {
+      std::vector<Rollout> group =
+          roll(policy, env, task, c.k, c.temperature, sample_seed(c.seed, step, task.id), budget);
+      StepMetrics tm = score_rollouts(group);
+      double best = 0;
+      for (const Rollout& r : group) best = std::max(best, r.correct ? r.speedup : 0.0);
+      if (task_csv)
+        task_csv->row({c.run, cell(step), cell(task.id), cell(tm.rollouts), cell(tm.correct_rate),
+                       cell(tm.fast_1), cell(best), cell(tm.mean_speedup_correct)});
+      if (step < c.steps) {
+        std::vector<TrainItem> items;
+        if (c.update == TttUpdate::grpo) {
+          std::vector<double> rewards;
+          for (const Rollout& r : group) rewards.push_back(r.reward);
+          items = grpo_items(task, group, group_advantages(rewards, c.grpo.normalize_std));
+        } else {
+          items = sdpo_items(policy, task, group, c.teacher, c.sdpo_beta, c.temperature,
+                             &budget.teacher_tokens);
+        }
+        batch.insert(batch.end(), items.begin(), items.end());
+      }
+      all.insert(all.end(), group.begin(), group.end());
+    }
+    StepMetrics m = score_rollouts(all);
+    m.step = step;
+    m.tasks = static_cast<int>(tasks.size());
+    scores.push_back(m.fast_1);
+    const BoaDecision so_far = best_of_adaptation(scores, c.patience);
+    const bool stop = so_far.stop_step >= 0;
+    if (step < c.steps && !stop) m.update = policy.update(batch, update);
+    budget.wall_seconds = seconds_since(start);
+    m.budget = budget;
+    result.budget += budget;
+    if (steps_csv) steps_csv->row(training_step_row(c.run, m));
+    if (progress)
+      progress(fmt::format("ttt {} step {}/{}: correct {:.3f} fast_1 {:.3f} reward {:.3f} kl {:.4f}{} "
+                           "({:.1f} s)",
+                           c.run, step, c.steps, m.correct_rate, m.fast_1, m.mean_reward, m.update.kl,
+                           stop ? " (early stop)" : "", budget.wall_seconds));
+    result.steps.push_back(m);
+    result.rollouts.push_back(std::move(all));
+    if (stop) break;
+  }
+  result.boa = best_of_adaptation(scores, c.patience);
+  policy.load_adapter(saved.at(result.boa.best_step));
+  if (adapter_dir.empty())
+    for (const auto& [step, file] : saved) std::filesystem::remove(file);
+  return result;
+}
+
+double mean_nll(TrainablePolicy& policy, const std::vector<TrainItem>& items, double temperature) {
+  std::map<std::pair<int, int>, std::vector<size_t>> by_task;
+  for (size_t i = 0; i < items.size(); ++i)
+    by_task[{items[i].task.id, static_cast<int>(items[i].task.scale)}].push_back(i);
+  double nll = 0;
+  int64_t tokens = 0;
+  for (const auto& [key, idx] : by_task) {
+    std::vector<std::vector<int>> seqs;
+    for (size_t i : idx) seqs.push_back(items[i].tokens);
+    for (const auto& row : policy.logprob(items[idx.front()].task, seqs, temperature))
+      for (double lp : row) {
+        nll -= lp;
+        ++tokens;
+      }
+  }
+  return tokens ? nll / static_cast<double>(tokens) : 0.0;
+}
+
+std::vector<SftEpoch> run_sft(TrainablePolicy& policy, const std::vector<TrainItem>& data,
+                              const SftConfig& c, CsvTable* epochs_csv, const Progress& progress) {
+  KBRL_CHECK_INPUT(!data.empty(), "sft: no data");
+  KBRL_CHECK_INPUT(c.epochs >= 0 && c.batch_size > 0, "sft: epochs {} must be >= 0 and batch_size {} > 0",
+                   c.epochs, c.batch_size);
+  policy.set_optimizer(c.optimizer);
+  if (c.lora) policy.add_adapter(c.lora_config, c.seed);
+  UpdateConfig update;
+  update.objective = Objective::likelihood;
+  update.aggregation = Aggregation::token_mean;
+  update.temperature = c.temperature;
+  std::vector<SftEpoch> out;
+  const auto emit = [&](const SftEpoch& e) {
+    if (epochs_csv)
+      epochs_csv->row({cell(e.epoch), cell(static_cast<int64_t>(data.size())), cell(e.mean_loss),
+                       cell(e.nll_per_token), cell(e.wall_seconds)});
+    if (progress)
+      progress(fmt::format("sft epoch {}/{}: loss {:.4f} nll/token {:.4f}", e.epoch, c.epochs,
+                           e.mean_loss, e.nll_per_token));
+    out.push_back(e);
+  };
+  emit({0, 0.0, mean_nll(policy, data, c.temperature), 0.0});
+  std::vector<int> order(data.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  uint64_t state = c.seed ^ 0x5F75EEDULL;
+  for (int epoch = 1; epoch <= c.epochs; ++epoch) {
+    const auto start = Clock::now();
+    shuffle(order, state);
+    double loss = 0;
+    int batches = 0;
+    for (size_t b = 0; b < order.size(); b += static_cast<size_t>(c.batch_size)) {
+      std::vector<TrainItem> batch;
+      for (size_t i = b; i < std::min(order.size(), b + static_cast<size_t>(c.batch_size)); ++i)
+        batch.push_back(data[static_cast<size_t>(order[i])]);
+      loss += policy.update(batch, update).loss;
+      ++batches;
+    }
+    emit({epoch, loss / std::max(1, batches), mean_nll(policy, data, c.temperature), seconds_since(start)});
+  }
+  if (c.lora) policy.merge_adapter();
+  return out;
+}
+
+}  // namespace kbrl

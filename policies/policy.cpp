@@ -1,0 +1,40 @@
+#include "policy.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <numeric>
+
+#include <kbrl/error.h>
+#include <kernels/generator.h>
+
+namespace kbrl {
+
+double Sample::logprob() const { return std::accumulate(logprobs.begin(), logprobs.end(), 0.0); }
+
+const KnobSpace& knob_space_of(const TaskSpec& task) {
+  static std::mutex mutex;
+  static std::map<int, std::unique_ptr<KnobSpace>> cache;
+  std::lock_guard lock(mutex);
+  auto it = cache.find(task.id);
+  if (it == cache.end())
+    it = cache.emplace(task.id, std::make_unique<KnobSpace>(generator_for(task.id).space(task))).first;
+  return *it->second;
+}
+
+std::string_view to_string(Aggregation a) {
+  switch (a) {
+    case Aggregation::sequence_mean: return "sequence_mean";
+    case Aggregation::token_mean: return "token_mean";
+    case Aggregation::constant: return "constant";
+  }
+  throw InternalError("unknown Aggregation");
+}
+
+Aggregation parse_aggregation(std::string_view text) {
+  for (Aggregation a : {Aggregation::sequence_mean, Aggregation::token_mean, Aggregation::constant})
+    if (to_string(a) == text) return a;
+  throw InputError(fmt::format("unknown aggregation '{}' (sequence_mean, token_mean, constant)", text));
+}
+
+}  // namespace kbrl

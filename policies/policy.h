@@ -1,0 +1,162 @@
+#pragma once
+// The Policy interface (DESIGN.md, Policies). A policy's action for a task is one token per knob
+// of the task's generator space (kernels/knob_space.h), sampled in the space's order; a sample
+// carries its tokens, the per-token log-probabilities under the sampling distribution and the
+// configuration they decode to. Trainable policies add LoRA adapters, checkpoints and one
+// optimizer step over a batch of scored samples; the algorithms (experiments/) build those
+// batches (GRPO advantages, SFT targets, SDPO token advantages) without touching libtorch.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <kernels/knob_space.h>
+#include <reference/task.h>
+
+namespace kbrl {
+
+/// One sampled action.
+struct Sample {
+  int task_id = 0;
+  std::vector<int> tokens;       // one per knob, in the space's order (index among the values)
+  std::vector<double> logprobs;  // log p(token_k | task, tokens_<k) at the sampling temperature
+  Config config;                 // the tokens decoded (always a legal configuration)
+
+  /// The sequence log-probability: the sum of `logprobs`.
+  double logprob() const;
+  /// -logprob(): the sample's surprisal (negative log-likelihood), in nats.
+  double surprisal() const { return -logprob(); }
+};
+
+/// The knob space of a task's generator (cached per task id; spaces depend on the id only).
+/// Throws InputError for a task no generator covers.
+const KnobSpace& knob_space_of(const TaskSpec& task);
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string name() const = 0;
+
+  /// `n` samples for `task`. temperature > 0 divides the logits; temperature == 0 is greedy
+  /// decoding (every token the most likely legal value; log-probs 0). The same (task, n,
+  /// temperature, seed) gives the same samples. Every sample decodes to a legal configuration.
+  virtual std::vector<Sample> sample(const TaskSpec& task, int n, double temperature,
+                                     uint64_t seed) = 0;
+
+  /// Per-token log-probabilities of given token sequences at `temperature` (> 0): what sample()
+  /// would have reported for them. Throws InputError for a sequence that is not a legal
+  /// configuration of the task's space.
+  virtual std::vector<std::vector<double>> logprob(const TaskSpec& task,
+                                                   const std::vector<std::vector<int>>& tokens,
+                                                   double temperature = 1.0) = 0;
+};
+
+/// What an SDPO teacher sees besides the task (the reports' teacher context): optionally a
+/// correct sample from the same batch (its tokens), and optionally the structured execution
+/// feedback of the rollout being scored (never that rollout's own tokens).
+struct TeacherContext {
+  std::optional<std::vector<int>> demonstration;
+  struct Feedback {
+    bool compiled = false;
+    bool correct = false;
+    double speedup = 0.0;  // correctness-gated
+  };
+  std::optional<Feedback> feedback;
+  bool empty() const { return !demonstration && !feedback; }
+};
+
+/// LoRA (Hu et al. 2021): W x + (alpha / rank) * B A x, A Kaiming-uniform, B zero, so a fresh
+/// adapter leaves the policy unchanged.
+struct LoraConfig {
+  int rank = 16;
+  double alpha = 32.0;
+};
+
+/// Adam as torch.optim.Adam.
+struct OptimizerConfig {
+  double learning_rate = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  double max_grad_norm = 1.0;  // clip of the global gradient norm; 0 = none
+};
+
+/// How a batch's per-token terms become one loss.
+enum class Aggregation {
+  sequence_mean,  // GRPO (Shao et al. 2024): mean over a sequence's tokens, then over sequences
+  token_mean,     // every token of the batch weighted equally (DAPO, TRL's default)
+  constant,       // Dr. GRPO (Liu et al. 2025): the sum over all tokens / (sequences * a constant)
+};
+std::string_view to_string(Aggregation);
+Aggregation parse_aggregation(std::string_view);  // throws InputError naming the values
+
+/// The per-token objective.
+enum class Objective {
+  clipped_ratio,  // PPO/GRPO: min(r A, clip(r, 1 - eps, 1 + eps) A), r = p / p_old
+  likelihood,     // SFT: A * log p (A = 1 gives plain cross-entropy)
+};
+
+/// One optimizer step's settings.
+struct UpdateConfig {
+  Objective objective = Objective::clipped_ratio;
+  Aggregation aggregation = Aggregation::sequence_mean;
+  double clip_epsilon = 0.2;
+  double constant_length = 16.0;  // Aggregation::constant's normalizer
+  double kl_coef = 0.0;           // KL penalty to the reference (the policy without its adapter)
+  double temperature = 1.0;       // the temperature the samples were drawn at
+};
+
+/// One scored sequence of a batch.
+struct TrainItem {
+  TaskSpec task;
+  std::vector<int> tokens;
+  std::vector<double> old_logprobs;  // at sampling time (clipped_ratio); may be empty otherwise
+  std::vector<double> advantages;    // one per token
+};
+
+struct UpdateStats {
+  double loss = 0.0;
+  double kl = 0.0;             // mean per-token KL(policy || reference) over the batch's tokens
+  double entropy = 0.0;        // mean per-token entropy (nats) over the legal values
+  double clip_fraction = 0.0;  // tokens whose ratio left [1 - eps, 1 + eps]
+  double grad_norm = 0.0;      // before clipping
+  int64_t tokens = 0;
+};
+
+class TrainablePolicy : public Policy {
+ public:
+  /// Per-token log-probs of `tokens` given the task and a teacher context (SDPO's teacher: the
+  /// same network, conditioned on the context). An empty context gives logprob()'s values.
+  virtual std::vector<std::vector<double>> teacher_logprob(
+      const TaskSpec& task, const std::vector<std::vector<int>>& tokens,
+      const TeacherContext& context, double temperature = 1.0) = 0;
+
+  /// Adds a fresh adapter to every adapted layer (replacing one already there); from then on only
+  /// adapter weights train. Resets the optimizer state.
+  virtual void add_adapter(const LoraConfig& config, uint64_t seed) = 0;
+  /// Re-initializes the adapter (A Kaiming-uniform from `seed`, B zero) and the optimizer state.
+  virtual void reset_adapter(uint64_t seed) = 0;
+  /// Folds the adapter into the base weights and removes it.
+  virtual void merge_adapter() = 0;
+  virtual void remove_adapter() = 0;
+  virtual bool has_adapter() const = 0;
+
+  virtual void set_optimizer(const OptimizerConfig& config) = 0;
+  /// One optimizer step on the batch; returns what it measured before the step.
+  virtual UpdateStats update(const std::vector<TrainItem>& batch, const UpdateConfig& config) = 0;
+
+  /// Mean per-token KL(policy || reference) and entropy over given samples, without a step.
+  virtual UpdateStats measure(const std::vector<TrainItem>& batch, double temperature) = 0;
+
+  virtual int64_t parameter_count(bool trainable_only) const = 0;
+
+  /// Checkpoints: the base weights and the adapter in separate files.
+  virtual void save_base(const std::filesystem::path& file) const = 0;
+  virtual void load_base(const std::filesystem::path& file) = 0;
+  virtual void save_adapter(const std::filesystem::path& file) const = 0;
+  virtual void load_adapter(const std::filesystem::path& file) = 0;
+};
+
+}  // namespace kbrl
