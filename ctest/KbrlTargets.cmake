@@ -73,3 +73,32 @@ function(kbrl_add_benchmark)
   add_test(NAME ${B_NAME} COMMAND ${B_NAME})
   set_tests_properties(${B_NAME} PROPERTIES LABELS bench TIMEOUT ${B_TIMEOUT})
 endfunction()
+
+# The experiments' budget for `ctest -L experiments` (smoke: minutes on one GPU; paper: the
+# reports' settings; tiny: CPU plumbing with the synthetic environment).
+set(KBRL_EXPERIMENT_BUDGET "smoke" CACHE STRING "budget of the experiments CTest runs: smoke, paper or tiny")
+set_property(CACHE KBRL_EXPERIMENT_BUDGET PROPERTY STRINGS smoke paper tiny)
+set(KBRL_RESULTS_DIR "${CMAKE_BINARY_DIR}/results" CACHE PATH "where the experiments write their CSVs and figures")
+
+# kbrl_add_experiment(NAME name [NEEDS experiment...] [TIMEOUT s]): a CTest case (label
+# `experiments`) running `kbrl-experiment NAME` at KBRL_EXPERIMENT_BUDGET; it sets up the fixture
+# experiment_NAME and requires those of NEEDS. Without a GPU it exits 77 and CTest reports it skipped.
+function(kbrl_add_experiment)
+  cmake_parse_arguments(E "" "NAME;TIMEOUT" "NEEDS" ${ARGN})
+  if(NOT E_TIMEOUT)
+    set(E_TIMEOUT 36000)
+  endif()
+  set(_env "")
+  if(KBRL_EXPERIMENT_BUDGET STREQUAL "tiny")
+    set(_env --env synthetic)
+  endif()
+  add_test(NAME experiment_${E_NAME}
+           COMMAND kbrl-experiment ${E_NAME} --budget ${KBRL_EXPERIMENT_BUDGET} --results ${KBRL_RESULTS_DIR} ${_env})
+  set(_needs "")
+  foreach(n IN LISTS E_NEEDS)
+    list(APPEND _needs experiment_${n})
+  endforeach()
+  set_tests_properties(experiment_${E_NAME} PROPERTIES
+    LABELS experiments TIMEOUT ${E_TIMEOUT} SKIP_RETURN_CODE 77
+    FIXTURES_SETUP experiment_${E_NAME} FIXTURES_REQUIRED "${_needs}")
+endfunction()

@@ -1,0 +1,53 @@
+// Golden headers of every CSV schema the loops and experiments write: a change to a schema must be
+// a deliberate change to this file (and to the plots and readers that use the column).
+#include <gtest/gtest.h>
+
+#include <experiments/report_schemas.h>
+#include <experiments/schemas.h>
+
+namespace kbrl {
+namespace {
+
+TEST(Schemas, GoldenHeaders) {
+  const std::vector<std::pair<const CsvSchema*, std::string>> golden = {
+      {&schemas::training_steps(),
+       "run,step,tasks,rollouts,compiled_rate,correct_rate,fast_1,mean_speedup_correct,mean_reward,"
+       "kl_to_start,entropy,loss,grad_norm,clip_fraction,tokens,teacher_tokens,compile_seconds,"
+       "evaluator_seconds,wall_seconds"},
+      {&schemas::ttt_task_steps(), "run,step,task_id,rollouts,correct_rate,fast_1,best_speedup,mean_speedup_correct"},
+      {&schemas::samples(),
+       "run,policy,task_id,sample,config,tokens,logprob,surprisal,token_count,outcome,compiled,correct,"
+       "speedup,reward"},
+      {&schemas::sft_epochs(), "epoch,items,mean_loss,nll_per_token,wall_seconds"},
+      {&schemas::policy_sweep(),
+       "policy,tasks,samples,compiled_rate,correct_rate,fast_1,mean_speedup_correct,geomean_speedup_correct"},
+      {&schemas::bon_scaling(), "subset,k,task_success,std,ci_low,ci_high,expected_best_speedup,seeds,samples_per_task"},
+      {&schemas::bon_selected(), "subset,seed,task_id,samples,correct,fast,selected_speedup"},
+      {&schemas::selection(), "subset,strategy,fast_1,std,mean_speedup,evaluations"},
+      {&schemas::selection_tests(),
+       "subset,comparison,p1,p2,cohens_h,wilcoxon_w,wilcoxon_p,wilcoxon_method,sign_positives,"
+       "sign_negatives,sign_p,pairs"},
+      {&schemas::selection_topm(), "subset,m,evaluations_per_task,task_success,mean_speedup"},
+      {&schemas::length_control(), "analysis,rho,p_value,n"},
+      {&schemas::surprisal_quartiles(), "quartile,samples,fast_1,mean_speedup,mean_tokens,mean_surprisal"},
+      {&schemas::equal_budget(), "subset,method,rollouts,fast_1,equivalent_k"},
+      {&schemas::rho_trajectory(), "step,samples,rho,p_value,tail_samples,tail_rho,tail_p_value,mean_nll"},
+      {&schemas::robustness(), "subset,task_id,base_fast_1,bon_fast_1,boa_fast_1,boa_minus_bon,winner"},
+      {&schemas::transfer(), "adapted_on,evaluated_on,base_fast_1,adapted_fast_1,delta"},
+      {&schemas::adaptation_runs(),
+       "experiment,method,value,seed,tasks,boa_step,boa_fast_1,step0_fast_1,final_fast_1,"
+       "final_correct_rate,steps_run,rollouts,tokens,teacher_tokens"},
+      {&schemas::sweep_configs(),
+       "task_id,config,is_expert,outcome,compiled,correct,speedup,candidate_ms,reference_ms,sol_fraction,"
+       "precision,flags"},
+      {&schemas::sweep_tasks(),
+       "task_id,task_name,family,space_size,evaluated,compiled,correct,best_speedup,best_config,best_audit,"
+       "best_sol_fraction,best_fp32_speedup,best_fp32_config,expert_speedup"},
+      {&schemas::compute(),
+       "method,seeds,rollouts,student_tokens,teacher_tokens,total_tokens,compile_seconds,evaluator_seconds"},
+  };
+  for (const auto& [schema, header] : golden) EXPECT_EQ(schema->header(), header) << schema->name;
+}
+
+}  // namespace
+}  // namespace kbrl

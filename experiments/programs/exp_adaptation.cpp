@@ -1,0 +1,226 @@
+// ttt (surprisal report 5.3: batch trajectory, per-task isolated TTT; Table 5.2's equal-budget
+// comparison), oversharpening (5.3b), robustness (5.4 and the regime plot), transfer (5.5) and
+// lr_sweep (6.4).
+#include <cmath>
+#include <fstream>
+#include <map>
+
+#include <experiments/report_schemas.h>
+#include <experiments/schemas.h>
+#include <experiments/statistics.h>
+#include <kbrl/csv.h>
+#include <kbrl/error.h>
+#include <reference/task_registry.h>
+
+#include "adaptation_common.h"
+#include "programs.h"
+
+namespace kbrl {
+namespace {
+
+/// (k, task success) of best_of_n's scaling table for a subset.
+std::vector<std::pair<double, double>> bon_curve(const ExperimentContext& ctx, const std::string& subset) {
+  std::ifstream in(ctx.input("best_of_n", "bon_scaling.csv"));
+  std::string line;
+  std::getline(in, line);
+  KBRL_CHECK_INPUT(line == schemas::bon_scaling().header(), "best_of_n/bon_scaling.csv: unexpected header");
+  std::vector<std::pair<double, double>> curve;
+  while (std::getline(in, line)) {
+    const auto f = csv::split_line(line);
+    if (f.size() >= 3 && f[0] == subset) curve.emplace_back(std::stod(f[1]), std::stod(f[2]));
+  }
+  KBRL_CHECK_INPUT(!curve.empty(), "best_of_n/bon_scaling.csv has no rows for {}", subset);
+  return curve;
+}
+
+/// The K at which the best-of-N curve reaches `value` (linear in log K between grid points):
+/// "<1" below K = 1, ">K" above the largest K.
+std::string equivalent_k(const std::vector<std::pair<double, double>>& curve, double value) {
+  if (value < curve.front().second) return "<1";
+  for (size_t i = 1; i < curve.size(); ++i) {
+    const auto [k0, s0] = curve[i - 1];
+    const auto [k1, s1] = curve[i];
+    if (value <= s1) {
+      if (s1 == s0) return cell(k0);
+      const double t = (value - s0) / (s1 - s0);
+      return cell(std::exp(std::log(k0) + t * (std::log(k1) - std::log(k0))));
+    }
+  }
+  return ">" + cell(curve.back().first);
+}
+
+void ttt(ExperimentContext& ctx) {
+  const ExperimentBudget& b = ctx.budget;
+  CsvTable steps(ctx.dir / "ttt_steps.csv", schemas::training_steps());
+  CsvTable tasks(ctx.dir / "ttt_tasks.csv", schemas::ttt_task_steps());
+  auto policy = ctx.load_policy(ctx.base_checkpoint());
+  const TttResult batch = run_ttt(*policy, *ctx.env, ctx.ttt_config(b.subset1, 42, "batch_subset1"), &steps,
+                                  &tasks, {}, ctx.progress);
+  // Per-task isolated TTT: each task alone, a fresh adapter from the same checkpoint.
+  CsvTable iso_steps(ctx.dir / "ttt_isolated_steps.csv", schemas::training_steps());
+  CsvTable iso_tasks(ctx.dir / "ttt_isolated_tasks.csv", schemas::ttt_task_steps());
+  for (int id : b.subset1) {
+    auto p = ctx.load_policy(ctx.base_checkpoint());
+    run_ttt(*p, *ctx.env, ctx.ttt_config({id}, 42, fmt::format("isolated_task{}", id)), &iso_steps,
+            &iso_tasks, {}, ctx.progress);
+  }
+  // Equal budget: TTT's BoA fast_1 placed on the best-of-N scaling curve.
+  const auto curve = bon_curve(ctx, "subset1");
+  CsvTable eq(ctx.dir / "equal_budget.csv", schemas::equal_budget());
+  const int64_t n_tasks = static_cast<int64_t>(b.subset1.size());
+  eq.row({"subset1", fmt::format("best_of_n_k{}", static_cast<int>(curve.back().first)),
+          cell(static_cast<int64_t>(curve.back().first) * n_tasks), cell(curve.back().second),
+          cell(curve.back().first)});
+  eq.row({"subset1", "best_of_n_k1", cell(n_tasks), cell(curve.front().second), cell(1.0)});
+  const StepMetrics& boa = batch.steps.at(static_cast<size_t>(batch.boa.best_step));
+  eq.row({"subset1", fmt::format("ttt_boa_step{}", batch.boa.best_step),
+          cell(static_cast<int64_t>(batch.boa.best_step + 1) * b.ttt_k * n_tasks), cell(boa.fast_1),
+          equivalent_k(curve, boa.fast_1)});
+  eq.row({"subset1", "base_step0", cell(b.ttt_k * n_tasks), cell(batch.steps.front().fast_1),
+          equivalent_k(curve, batch.steps.front().fast_1)});
+}
+
+void oversharpening(ExperimentContext& ctx) {
+  const ExperimentBudget& b = ctx.budget;
+  // The fixed sample set: best_of_n's first seed on subset 1.
+  std::vector<SampleRow> fixed;
+  const std::string run = fmt::format("subset1_seed{}", b.seeds.front());
+  for (SampleRow& r : read_samples(ctx.input("best_of_n", "samples.csv")))
+    if (r.run == run) fixed.push_back(std::move(r));
+  KBRL_CHECK_INPUT(fixed.size() >= 8, "oversharpening: best_of_n has {} samples of {}", fixed.size(), run);
+  // A TTT trajectory on subset 1 with every step's adapter kept.
+  const auto adapters = ctx.dir / "adapters";
+  auto policy = ctx.load_policy(ctx.base_checkpoint());
+  TttConfig c = ctx.ttt_config(b.subset1, 42, "probe_subset1");
+  c.steps = b.probe_steps;
+  CsvTable steps(ctx.dir / "probe_ttt_steps.csv", schemas::training_steps());
+  run_ttt(*policy, *ctx.env, c, &steps, nullptr, adapters, ctx.progress);
+  CsvTable table(ctx.dir / "rho_trajectory.csv", schemas::rho_trajectory());
+  for (int step = 0; step <= c.steps; ++step) {
+    auto scorer = ctx.load_policy(ctx.base_checkpoint());
+    scorer->load_adapter(adapters / fmt::format("adapter_step_{}.pt", step));
+    std::vector<double> nll, speedup;
+    for (const SampleRow& r : fixed) {
+      const auto lp = scorer->logprob(task_spec(r.task_id, ctx.scale), {r.tokens}, 1.0).at(0);
+      double s = 0;
+      for (double x : lp) s -= x;
+      nll.push_back(s);
+      speedup.push_back(r.speedup);
+    }
+    // The tail: the quartile of highest NLL (where surprisal-guided selection picks).
+    std::vector<size_t> order(nll.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b2) { return nll[a] > nll[b2]; });
+    std::vector<double> tail_nll, tail_speed;
+    for (size_t i = 0; i < std::max<size_t>(3, order.size() / 4) && i < order.size(); ++i) {
+      tail_nll.push_back(nll[order[i]]);
+      tail_speed.push_back(speedup[order[i]]);
+    }
+    auto rho_p = [](const std::vector<double>& x, const std::vector<double>& y) -> std::pair<std::string, std::string> {
+      try {
+        const double rho = stats::spearman(x, y);
+        return {cell(rho), cell(stats::correlation_p_value(rho, static_cast<int64_t>(x.size())))};
+      } catch (const InputError&) {  // a constant vector: no correlation defined
+        return {"nan", "nan"};
+      }
+    };
+    const auto [rho, p] = rho_p(nll, speedup);
+    const auto [trho, tp] = rho_p(tail_nll, tail_speed);
+    double mean_nll = 0;
+    for (double x : nll) mean_nll += x / static_cast<double>(nll.size());
+    table.row({cell(step), cell(static_cast<int64_t>(nll.size())), rho, p, cell(static_cast<int64_t>(tail_nll.size())),
+               trho, tp, cell(mean_nll)});
+  }
+}
+
+/// Per task: the fast fraction of best_of_n's samples (mean over seeds), from bon_selected.csv.
+std::map<int, double> bon_fast_by_task(const ExperimentContext& ctx, const std::string& subset) {
+  std::ifstream in(ctx.input("best_of_n", "bon_selected.csv"));
+  std::string line;
+  std::getline(in, line);
+  std::map<int, std::pair<double, int>> acc;
+  while (std::getline(in, line)) {
+    const auto f = csv::split_line(line);
+    if (f.size() < 7 || f[0] != subset) continue;
+    auto& [sum, n] = acc[std::stoi(f[2])];
+    sum += std::stod(f[5]) / std::stod(f[3]);
+    ++n;
+  }
+  std::map<int, double> out;
+  for (const auto& [task, a] : acc) out[task] = a.first / a.second;
+  return out;
+}
+
+void robustness(ExperimentContext& ctx) {
+  const ExperimentBudget& b = ctx.budget;
+  CsvTable table(ctx.dir / "robustness.csv", schemas::robustness());
+  CsvTable steps(ctx.dir / "ttt_steps.csv", schemas::training_steps());
+  for (const auto& [subset, tasks] : {std::pair{std::string("subset1"), b.subset1}, std::pair{std::string("subset2"), b.subset2}}) {
+    const std::map<int, double> bon = bon_fast_by_task(ctx, subset);
+    auto policy = ctx.load_policy(ctx.base_checkpoint());
+    TttConfig c = ctx.ttt_config(tasks, 42, "boa_" + subset);
+    c.steps = 1;  // the report compares BoA step 1
+    const TttResult r = run_ttt(*policy, *ctx.env, c, &steps, nullptr, {}, ctx.progress);
+    for (int id : tasks) {
+      const double base = fast_fraction(rollouts_of_task(r.rollouts.at(0), id));
+      const double boa = r.rollouts.size() > 1 ? fast_fraction(rollouts_of_task(r.rollouts.at(1), id)) : base;
+      const double bn = bon.count(id) ? bon.at(id) : 0.0;
+      table.row({subset, cell(id), cell(base), cell(bn), cell(boa), cell(boa - bn),
+                 boa > bn ? "boa" : (boa < bn ? "best_of_n" : "tie")});
+    }
+  }
+}
+
+void transfer(ExperimentContext& ctx) {
+  const ExperimentBudget& b = ctx.budget;
+  CsvTable table(ctx.dir / "transfer.csv", schemas::transfer());
+  CsvTable steps(ctx.dir / "ttt_steps.csv", schemas::training_steps());
+  const std::vector<std::pair<std::string, std::vector<int>>> subsets = {{"subset1", b.subset1}, {"subset2", b.subset2}};
+  for (size_t from = 0; from < 2; ++from) {
+    const size_t to = 1 - from;
+    auto base = ctx.load_policy(ctx.base_checkpoint());
+    const auto base_rollouts = sample_and_evaluate(ctx, *base, "schedule_rlvr", subsets[to].second, b.ttt_k,
+                                                   b.temperature, 7, nullptr, "transfer_base");
+    auto adapted = ctx.load_policy(ctx.base_checkpoint());
+    run_ttt(*adapted, *ctx.env, ctx.ttt_config(subsets[from].second, 42, "adapt_" + subsets[from].first), &steps,
+            nullptr, {}, ctx.progress);  // leaves the BoA adapter loaded
+    const auto adapted_rollouts = sample_and_evaluate(ctx, *adapted, "schedule_ttt", subsets[to].second, b.ttt_k,
+                                                      b.temperature, 7, nullptr, "transfer_adapted");
+    std::vector<Rollout> a, d;
+    for (const auto& t : base_rollouts) a.insert(a.end(), t.begin(), t.end());
+    for (const auto& t : adapted_rollouts) d.insert(d.end(), t.begin(), t.end());
+    table.row({subsets[from].first, subsets[to].first, cell(fast_fraction(a)), cell(fast_fraction(d)),
+               cell(fast_fraction(d) - fast_fraction(a))});
+  }
+}
+
+void lr_sweep(ExperimentContext& ctx) {
+  const ExperimentBudget& b = ctx.budget;
+  CsvTable steps(ctx.dir / "lr_sweep_steps.csv", schemas::training_steps());
+  CsvTable runs(ctx.dir / "lr_sweep.csv", schemas::adaptation_runs());
+  for (double factor : b.lr_factors) {
+    auto policy = ctx.load_policy(ctx.base_checkpoint());
+    TttConfig c = ctx.ttt_config(b.subset1, 42, "");
+    c.optimizer.learning_rate = b.ttt_learning_rate * factor;
+    c.run = fmt::format("lr={}", cell(c.optimizer.learning_rate));
+    const TttResult r = run_ttt(*policy, *ctx.env, c, &steps, nullptr, {}, ctx.progress);
+    runs.row(adaptation_row("lr_sweep", "ttt_grpo", cell(c.optimizer.learning_rate), c, r));
+  }
+}
+
+}  // namespace
+
+std::vector<Experiment> adaptation_experiments() {
+  return {
+      {"ttt", "surprisal report 5.3 (batch and per-task TTT trajectories) and Table 5.2 (equal budget)",
+       {"base_policy", "best_of_n"}, ttt},
+      {"oversharpening", "surprisal report 5.3b (rho(NLL, speedup) per TTT step)", {"base_policy", "best_of_n"},
+       oversharpening},
+      {"robustness", "surprisal report 5.4 (subset 2, BoN vs BoA step 1; regime plot)",
+       {"base_policy", "best_of_n"}, robustness},
+      {"transfer", "surprisal report 5.5 (cross-subset transfer of a TTT adapter)", {"base_policy"}, transfer},
+      {"lr_sweep", "surprisal report 6.4 (TTT learning-rate sweep)", {"base_policy"}, lr_sweep},
+  };
+}
+
+}  // namespace kbrl

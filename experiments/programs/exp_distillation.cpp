@@ -1,0 +1,111 @@
+// sdpo (surprisal report Appendix E, with Appendix C's compute accounting) and ablations
+// (self-improvement report 4.3: TTT steps, K, TTT without RLVR, temperature).
+#include <map>
+
+#include <fmt/format.h>
+
+#include <experiments/report_schemas.h>
+#include <experiments/schemas.h>
+
+#include "adaptation_common.h"
+#include "programs.h"
+
+namespace kbrl {
+
+std::vector<std::string> adaptation_row(const std::string& experiment, const std::string& method,
+                                        const std::string& value, const TttConfig& c, const TttResult& r) {
+  const StepMetrics& boa = r.steps.at(static_cast<size_t>(r.boa.best_step));
+  return {experiment,
+          method,
+          value,
+          cell(static_cast<int64_t>(c.seed)),
+          cell(static_cast<int>(c.tasks.size())),
+          cell(r.boa.best_step),
+          cell(boa.fast_1),
+          cell(r.steps.front().fast_1),
+          cell(r.steps.back().fast_1),
+          cell(r.steps.back().correct_rate),
+          cell(static_cast<int>(r.steps.size())),
+          cell(r.budget.rollouts),
+          cell(r.budget.tokens),
+          cell(r.budget.teacher_tokens)};
+}
+
+namespace {
+
+void sdpo(ExperimentContext& ctx) {
+  const ExperimentBudget& b = ctx.budget;
+  CsvTable steps(ctx.dir / "sdpo_steps.csv", schemas::training_steps());
+  CsvTable runs(ctx.dir / "sdpo.csv", schemas::adaptation_runs());
+  struct Method {
+    std::string name;
+    TttUpdate update;
+    SdpoTeacher teacher;
+  };
+  const std::vector<Method> methods = {{"boa_grpo", TttUpdate::grpo, SdpoTeacher::feedback},
+                                       {"sdpo_feedback", TttUpdate::sdpo, SdpoTeacher::feedback},
+                                       {"sdpo_prompt_only", TttUpdate::sdpo, SdpoTeacher::prompt_only}};
+  std::map<std::string, Budget> spent;
+  for (uint64_t seed : b.sdpo_seeds)
+    for (const Method& m : methods) {
+      auto policy = ctx.load_policy(ctx.base_checkpoint());
+      TttConfig c = ctx.ttt_config(b.subset1, seed, fmt::format("{}_seed{}", m.name, seed));
+      c.update = m.update;
+      c.teacher = m.teacher;
+      const TttResult r = run_ttt(*policy, *ctx.env, c, &steps, nullptr, {}, ctx.progress);
+      runs.row(adaptation_row("sdpo", m.name, "", c, r));
+      spent[m.name] += r.budget;
+    }
+  // Appendix C: rollouts and tokens per method (summed over seeds); best-of-N at K = ttt_k * (steps
+  // + 1) per task spends the same rollouts as one TTT run, so it is listed for comparison.
+  CsvTable compute(ctx.dir / "compute.csv", schemas::compute());
+  const int64_t seeds = static_cast<int64_t>(b.sdpo_seeds.size());
+  for (const Method& m : methods) {
+    const Budget& s = spent[m.name];
+    compute.row({m.name, cell(seeds), cell(s.rollouts), cell(s.tokens), cell(s.teacher_tokens),
+                 cell(s.tokens + s.teacher_tokens), cell(s.compile_seconds), cell(s.evaluator_seconds)});
+  }
+}
+
+void ablations(ExperimentContext& ctx) {
+  const ExperimentBudget& b = ctx.budget;
+  CsvTable steps(ctx.dir / "ablation_steps.csv", schemas::training_steps());
+  CsvTable runs(ctx.dir / "ablations.csv", schemas::adaptation_runs());
+  auto run = [&](const std::string& ablation, const std::string& value, TttConfig c,
+                 const std::filesystem::path& checkpoint) {
+    auto policy = ctx.load_policy(checkpoint);
+    c.run = ablation + "=" + value;
+    const TttResult r = run_ttt(*policy, *ctx.env, c, &steps, nullptr, {}, ctx.progress);
+    runs.row(adaptation_row("ablations", ablation, value, c, r));
+  };
+  for (int s : b.ablation_steps) {
+    TttConfig c = ctx.ttt_config(b.subset1, 42, "");
+    c.steps = s;
+    run("ttt_steps", cell(s), c, ctx.base_checkpoint());
+  }
+  for (int k : b.ablation_k) {
+    TttConfig c = ctx.ttt_config(b.subset1, 42, "");
+    c.k = k;
+    run("k", cell(k), c, ctx.base_checkpoint());
+  }
+  run("start", "sft_without_rlvr", ctx.ttt_config(b.subset1, 42, ""), ctx.sft_checkpoint());
+  run("start", "rlvr", ctx.ttt_config(b.subset1, 42, ""), ctx.base_checkpoint());
+  for (double t : b.ablation_temperatures) {
+    TttConfig c = ctx.ttt_config(b.subset1, 42, "");
+    c.temperature = t;
+    run("temperature", cell(t), c, ctx.base_checkpoint());
+  }
+}
+
+}  // namespace
+
+std::vector<Experiment> distillation_experiments() {
+  return {
+      {"sdpo", "surprisal report Appendix E (SDPO feedback vs prompt-only) and C (compute)", {"base_policy"},
+       sdpo},
+      {"ablations", "self-improvement report 4.3 (TTT steps, K, without RLVR, temperature)", {"base_policy"},
+       ablations},
+  };
+}
+
+}  // namespace kbrl

@@ -1,0 +1,250 @@
+// best_of_n (surprisal report Table 5.1, Table D.2), selection (Table 5.3 with effect sizes, tests
+// and the deployable top-m curve) and length_control (5.2's Spearman and quartile tables).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include <experiments/report_schemas.h>
+#include <experiments/schemas.h>
+#include <experiments/selection.h>
+#include <experiments/statistics.h>
+#include <kbrl/error.h>
+
+#include "programs.h"
+
+namespace kbrl {
+namespace {
+
+std::string run_name(const std::string& subset, uint64_t seed) {
+  return fmt::format("{}_seed{}", subset, seed);
+}
+
+double mean(const std::vector<double>& v) {
+  return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+/// Sample standard deviation (n - 1); 0 for fewer than two values.
+double stdev(const std::vector<double>& v) {
+  if (v.size() < 2) return 0.0;
+  const double m = mean(v);
+  double s = 0;
+  for (double x : v) s += (x - m) * (x - m);
+  return std::sqrt(s / static_cast<double>(v.size() - 1));
+}
+
+/// The 95% percentile-bootstrap interval of the mean of per-task values.
+stats::BootstrapInterval mean_interval(const std::vector<double>& per_task) {
+  const std::vector<double> zero(per_task.size(), 0.0);
+  return stats::paired_bootstrap(per_task, zero, 20260301, {.resamples = 2000});
+}
+
+std::vector<int> k_grid(int max_k) {
+  std::vector<int> ks;
+  for (int k = 1; k < max_k; k *= 2) ks.push_back(k);
+  ks.push_back(max_k);
+  return ks;
+}
+
+void best_of_n(ExperimentContext& ctx) {
+  const ExperimentBudget& b = ctx.budget;
+  auto policy = ctx.load_policy(ctx.base_checkpoint());
+  CsvTable samples(ctx.dir / "samples.csv", schemas::samples());
+  CsvTable selected(ctx.dir / "bon_selected.csv", schemas::bon_selected());
+  CsvTable scaling(ctx.dir / "bon_scaling.csv", schemas::bon_scaling());
+  for (const auto& [subset, tasks] : {std::pair{std::string("subset1"), b.subset1}, std::pair{std::string("subset2"), b.subset2}}) {
+    // per seed, per task: the fast indicators and gated speedups of its K samples
+    std::map<uint64_t, std::vector<std::vector<Rollout>>> by_seed;
+    for (uint64_t seed : b.seeds) {
+      by_seed[seed] = sample_and_evaluate(ctx, *policy, "schedule_rlvr", tasks, b.bon_k, b.temperature,
+                                          seed, &samples, run_name(subset, seed));
+      for (size_t t = 0; t < tasks.size(); ++t) {
+        const auto& rs = by_seed[seed][t];
+        int correct = 0, fast = 0;
+        double best = 0;
+        for (const Rollout& r : rs) {
+          correct += r.correct;
+          fast += r.fast();
+          best = std::max(best, r.speedup);
+        }
+        selected.row({subset, cell(static_cast<int64_t>(seed)), cell(tasks[t]), cell(static_cast<int64_t>(rs.size())),
+                      cell(correct), cell(fast), cell(best)});
+      }
+    }
+    for (int k : k_grid(b.bon_k)) {
+      std::vector<double> per_seed, best_per_seed;
+      std::vector<double> per_task(tasks.size(), 0.0);
+      for (const auto& [seed, per] : by_seed) {
+        std::vector<double> success, best;
+        for (size_t t = 0; t < per.size(); ++t) {
+          int64_t fast = 0;
+          std::vector<double> speedups;
+          for (const Rollout& r : per[t]) {
+            fast += r.fast();
+            speedups.push_back(r.speedup);
+          }
+          const double p = stats::pass_at_k(static_cast<int64_t>(per[t].size()), fast, k);
+          success.push_back(p);
+          per_task[t] += p / static_cast<double>(by_seed.size());
+          best.push_back(stats::expected_best_of_k(speedups, k));
+        }
+        per_seed.push_back(mean(success));
+        best_per_seed.push_back(mean(best));
+      }
+      const auto ci = mean_interval(per_task);
+      scaling.row({subset, cell(k), cell(mean(per_seed)), cell(stdev(per_seed)), cell(ci.lower), cell(ci.upper),
+                   cell(mean(best_per_seed)), cell(static_cast<int64_t>(by_seed.size())), cell(b.bon_k)});
+    }
+  }
+}
+
+/// samples.csv rows grouped: subset -> (seed run) -> task -> scored samples.
+using Grouped = std::map<std::string, std::map<std::string, std::map<int, std::vector<ScoredSample>>>>;
+
+Grouped group_samples(const std::vector<SampleRow>& rows) {
+  Grouped g;
+  for (const SampleRow& r : rows) {
+    const std::string subset = r.run.substr(0, r.run.find('_'));
+    g[subset][r.run][r.task_id].push_back(
+        {r.correct, r.speedup, r.token_count ? r.logprob / r.token_count : 0.0});
+  }
+  return g;
+}
+
+void selection(ExperimentContext& ctx) {
+  const Grouped g = group_samples(read_samples(ctx.input("best_of_n", "samples.csv")));
+  CsvTable table(ctx.dir / "selection.csv", schemas::selection());
+  CsvTable tests(ctx.dir / "selection_tests.csv", schemas::selection_tests());
+  CsvTable topm(ctx.dir / "selection_topm.csv", schemas::selection_topm());
+  for (const auto& [subset, runs] : g) {
+    std::map<SelectionStrategy, std::vector<Selection>> pairs;  // over (run, task)
+    for (SelectionStrategy st : all_selection_strategies()) {
+      std::vector<double> fast_per_run, speed_per_run;
+      int evaluations = 0;
+      for (const auto& [run, tasks] : runs) {
+        std::vector<double> f, s;
+        for (const auto& [task, samples] : tasks) {
+          const Selection sel = select_sample(samples, st);
+          pairs[st].push_back(sel);
+          f.push_back(sel.fast);
+          s.push_back(sel.speedup);
+          evaluations = sel.evaluations;
+        }
+        fast_per_run.push_back(mean(f));
+        speed_per_run.push_back(mean(s));
+      }
+      table.row({subset, std::string(to_string(st)), cell(mean(fast_per_run)), cell(stdev(fast_per_run)),
+                 cell(mean(speed_per_run)), cell(evaluations)});
+    }
+    // Surprisal-guided vs the others, over (run, task) pairs.
+    for (SelectionStrategy other : {SelectionStrategy::confidence, SelectionStrategy::random_correct}) {
+      const auto& a = pairs[SelectionStrategy::surprisal];
+      const auto& o = pairs[other];
+      std::vector<double> fa, fo, log_ratio, fast_diff;
+      for (size_t i = 0; i < a.size(); ++i) {
+        fa.push_back(a[i].fast);
+        fo.push_back(o[i].fast);
+        fast_diff.push_back(a[i].fast - o[i].fast);
+        if (a[i].speedup > 0 && o[i].speedup > 0) log_ratio.push_back(std::log(a[i].speedup / o[i].speedup));
+      }
+      const double p1 = mean(fa), p2 = mean(fo);
+      std::string w = "nan", wp = "nan", method = "none";
+      bool any_nonzero = false;
+      for (double x : log_ratio) any_nonzero |= x != 0;
+      if (any_nonzero) {
+        const auto r = stats::wilcoxon_signed_rank(log_ratio);
+        w = cell(r.w_plus);
+        wp = cell(r.p_value);
+        method = std::string(stats::to_string(r.method));
+      }
+      int64_t positives = 0, negatives = 0;
+      for (double d : fast_diff) (d > 0 ? positives : negatives) += d != 0 ? 1 : 0;
+      const std::string sign_p = positives + negatives > 0 ? cell(stats::sign_test(positives, negatives).p_value) : "nan";
+      tests.row({subset, fmt::format("surprisal_guided_vs_{}", to_string(other)), cell(p1), cell(p2),
+                 cell(stats::cohens_h(p1, p2)), w, wp, method, cell(positives), cell(negatives), sign_p,
+                 cell(static_cast<int64_t>(a.size()))});
+    }
+    // The deployable variant: evaluate only the m highest-surprisal samples of each task.
+    int max_k = 0;
+    for (const auto& [run, tasks] : runs)
+      for (const auto& [task, samples] : tasks) max_k = std::max(max_k, static_cast<int>(samples.size()));
+    std::vector<int> ms;
+    for (int m = 1; m < max_k; m = m < 4 ? m + 1 : m * 2) ms.push_back(m);
+    ms.push_back(max_k);
+    for (int m : ms) {
+      std::vector<double> f, s;
+      for (const auto& [run, tasks] : runs)
+        for (const auto& [task, samples] : tasks) {
+          const Selection sel = select_top_surprisal_evaluated(samples, m);
+          f.push_back(sel.fast);
+          s.push_back(sel.speedup);
+        }
+      topm.row({subset, cell(m), cell(m), cell(mean(f)), cell(mean(s))});
+    }
+  }
+}
+
+void length_control(ExperimentContext& ctx) {
+  const std::vector<SampleRow> rows = read_samples(ctx.input("best_of_n", "samples.csv"));
+  std::vector<double> logprob, speedup, length;
+  for (const SampleRow& r : rows)
+    if (r.correct) {
+      logprob.push_back(r.logprob);
+      speedup.push_back(r.speedup);
+      length.push_back(r.token_count);
+    }
+  CsvTable table(ctx.dir / "length_control.csv", schemas::length_control());
+  const int64_t n = static_cast<int64_t>(logprob.size());
+  auto emit = [&](const std::string& analysis, auto&& compute, int64_t df_n) {
+    try {
+      const double rho = compute();
+      table.row({analysis, cell(rho), cell(stats::correlation_p_value(rho, df_n)), cell(n)});
+    } catch (const InputError& e) {  // too few samples, or a constant variable
+      table.row({analysis, "nan", "nan", cell(n)});
+      if (ctx.progress) ctx.progress(fmt::format("length_control: {}: {}", analysis, e.what()));
+    }
+  };
+  emit("raw_logprob_vs_speedup", [&] { return stats::spearman(logprob, speedup); }, n);
+  emit("partial_controlling_length", [&] { return stats::partial_spearman(logprob, speedup, length); }, n - 1);
+  emit("length_vs_speedup", [&] { return stats::spearman(length, speedup); }, n);
+
+  // Quartiles of every sample by mean surprisal per token, highest first.
+  std::vector<const SampleRow*> all;
+  for (const SampleRow& r : rows) all.push_back(&r);
+  auto mean_surprisal = [](const SampleRow* r) { return r->token_count ? -r->logprob / r->token_count : 0.0; };
+  std::stable_sort(all.begin(), all.end(),
+                   [&](const SampleRow* a, const SampleRow* b) { return mean_surprisal(a) > mean_surprisal(b); });
+  CsvTable quart(ctx.dir / "surprisal_quartiles.csv", schemas::surprisal_quartiles());
+  for (int q = 0; q < 4; ++q) {
+    const size_t lo = all.size() * static_cast<size_t>(q) / 4, hi = all.size() * static_cast<size_t>(q + 1) / 4;
+    double fast = 0, speed = 0, tokens = 0, surprisal = 0;
+    int correct = 0;
+    for (size_t i = lo; i < hi; ++i) {
+      fast += all[i]->correct && all[i]->speedup > 1.0;
+      if (all[i]->correct) {
+        speed += all[i]->speedup;
+        ++correct;
+      }
+      tokens += all[i]->token_count;
+      surprisal += mean_surprisal(all[i]);
+    }
+    const double count = static_cast<double>(hi - lo);
+    quart.row({fmt::format("Q{}", q + 1), cell(static_cast<int64_t>(hi - lo)), cell(count ? fast / count : 0.0),
+               cell(correct ? speed / correct : 0.0), cell(count ? tokens / count : 0.0),
+               cell(count ? surprisal / count : 0.0)});
+  }
+}
+
+}  // namespace
+
+std::vector<Experiment> search_experiments() {
+  return {
+      {"best_of_n", "surprisal report Table 5.1 (best-of-N scaling) and Table D.2", {"base_policy"}, best_of_n},
+      {"selection", "surprisal report Table 5.3 (selection strategies), effect sizes, tests, top-m curve",
+       {"best_of_n"}, selection},
+      {"length_control", "surprisal report 5.2 (length-controlled Spearman, quartiles)", {"best_of_n"},
+       length_control},
+  };
+}
+
+}  // namespace kbrl

@@ -1,0 +1,133 @@
+// base_policy (SFT warm start + RLVR: the self-improvement report 6.1, the surprisal report's
+// Appendix B) and policy_sweep (the GRPO report's Table 3).
+#include <cmath>
+
+#include <experiments/algorithms.h>
+#include <experiments/report_schemas.h>
+#include <experiments/schemas.h>
+#include <kbrl/error.h>
+#include <kernels/generator.h>
+#include <policies/baseline_policies.h>
+#include <reference/splits.h>
+#include <reference/task_registry.h>
+
+#include "programs.h"
+
+namespace kbrl {
+namespace {
+
+std::vector<int> covered(const std::vector<int>& ids) {
+  const std::vector<int> all = covered_tasks();
+  std::vector<int> out;
+  for (int id : ids)
+    if (std::find(all.begin(), all.end(), id) != all.end()) out.push_back(id);
+  return out;
+}
+
+void base_policy(ExperimentContext& ctx) {
+  const ExperimentBudget& b = ctx.budget;
+  const std::vector<int> tasks = b.train_tasks.empty() ? covered(split("train").ids) : b.train_tasks;
+  KBRL_CHECK_INPUT(!tasks.empty(), "base_policy: no covered train task");
+  const auto checkpoints = ctx.dir / "checkpoints";
+  std::filesystem::create_directories(checkpoints);
+
+  // SFT warm start: the heuristic policy (expert configurations plus noise) as the teacher.
+  SchedulePolicy policy;
+  HeuristicPolicy teacher(0.25);
+  std::vector<TrainItem> data;
+  for (int id : tasks) {
+    const TaskSpec task = task_spec(id, ctx.scale);
+    const auto items = sft_items(task, teacher.sample(task, b.sft_samples_per_task, 1.0, 7));
+    data.insert(data.end(), items.begin(), items.end());
+  }
+  SftConfig sft;
+  sft.epochs = b.sft_epochs;
+  sft.optimizer.learning_rate = b.sft_learning_rate;
+  CsvTable sft_csv(ctx.dir / "sft_epochs.csv", schemas::sft_epochs());
+  run_sft(policy, data, sft, &sft_csv, ctx.progress);
+  policy.save_base(checkpoints / "sft.pt");
+
+  // RLVR on the train split with real rewards.
+  RlvrConfig c;
+  c.tasks = tasks;
+  c.scale = ctx.scale;
+  c.tasks_per_batch = std::min<int>(b.rlvr_tasks_per_batch, static_cast<int>(tasks.size()));
+  c.group_size = b.rlvr_group;
+  c.steps = b.rlvr_steps;
+  c.temperature = b.temperature;
+  c.optimizer.learning_rate = b.rlvr_learning_rate;
+  c.lora_config = {b.lora_rank, b.lora_alpha};
+  c.checkpoint_every = std::max(1, b.rlvr_steps / 4);
+  c.seed = 1;
+  CsvTable steps(ctx.dir / "rlvr_steps.csv", schemas::training_steps());
+  run_rlvr(policy, *ctx.env, c, &steps, checkpoints, ctx.progress);
+}
+
+struct PolicyEntry {
+  std::string label;
+  Policy* policy;
+};
+
+void policy_sweep(ExperimentContext& ctx) {
+  const ExperimentBudget& b = ctx.budget;
+  const std::vector<int> tasks = b.sweep_tasks.empty() ? covered(split("eval").ids) : covered(b.sweep_tasks);
+  KBRL_CHECK_INPUT(!tasks.empty(), "policy_sweep: no covered eval task");
+  UniformPolicy uniform;
+  HeuristicPolicy heuristic(0.25);
+  SchedulePolicy untrained;
+  auto sft = ctx.load_policy(ctx.sft_checkpoint());
+  auto rlvr = ctx.load_policy(ctx.base_checkpoint());
+  GreedyPolicy greedy(*rlvr);
+  const std::vector<PolicyEntry> policies = {{"uniform", &uniform},
+                                             {"heuristic", &heuristic},
+                                             {"schedule_untrained", &untrained},
+                                             {"schedule_sft", sft.get()},
+                                             {"schedule_rlvr", rlvr.get()},
+                                             {"schedule_rlvr_greedy", &greedy}};
+  CsvTable samples(ctx.dir / "samples.csv", schemas::samples());
+  CsvTable table(ctx.dir / "policy_sweep.csv", schemas::policy_sweep());
+  for (const PolicyEntry& p : policies) {
+    const auto per_task = sample_and_evaluate(ctx, *p.policy, p.label, tasks, b.sweep_k, b.temperature,
+                                              42, &samples, "policy_sweep");
+    std::vector<Rollout> all;
+    for (const auto& t : per_task) all.insert(all.end(), t.begin(), t.end());
+    const StepMetrics m = score_rollouts(all);
+    double log_sum = 0;
+    int correct = 0;
+    for (const Rollout& r : all)
+      if (r.correct && r.speedup > 0) {
+        log_sum += std::log(r.speedup);
+        ++correct;
+      }
+    table.row({p.label, cell(static_cast<int>(tasks.size())), cell(m.rollouts), cell(m.compiled_rate),
+               cell(m.correct_rate), cell(m.fast_1), cell(m.mean_speedup_correct),
+               cell(correct ? std::exp(log_sum / correct) : 0.0)});
+  }
+}
+
+}  // namespace
+
+double fast_fraction(const std::vector<Rollout>& rollouts) {
+  if (rollouts.empty()) return 0.0;
+  double fast = 0;
+  for (const Rollout& r : rollouts) fast += r.fast();
+  return fast / static_cast<double>(rollouts.size());
+}
+
+std::vector<Rollout> rollouts_of_task(const std::vector<Rollout>& rollouts, int task_id) {
+  std::vector<Rollout> out;
+  for (const Rollout& r : rollouts)
+    if (r.sample.task_id == task_id) out.push_back(r);
+  return out;
+}
+
+std::vector<Experiment> training_experiments() {
+  return {
+      {"base_policy", "self-improvement report 6.1; surprisal report Appendix B (RLVR curve)", {},
+       base_policy},
+      {"policy_sweep", "GRPO report Table 3 (compiled, correct, runtime per policy)", {"base_policy"},
+       policy_sweep},
+  };
+}
+
+}  // namespace kbrl

@@ -1,0 +1,176 @@
+#include "experiment.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <kbrl/csv.h>
+#include <kbrl/error.h>
+#include <reference/splits.h>
+#include <reference/task_registry.h>
+
+#include "experiments/schemas.h"
+#include "programs.h"
+
+namespace kbrl {
+
+ExperimentBudget experiment_budget(const std::string& name) {
+  ExperimentBudget b;
+  b.name = name;
+  b.subset1 = split("subset1").ids;
+  b.subset2 = split("subset2").ids;
+  if (name == "paper") return b;
+  if (name == "smoke") {
+    b.sft_samples_per_task = 8;
+    b.sft_epochs = 3;
+    b.rlvr_steps = 4;
+    b.rlvr_tasks_per_batch = 4;
+    b.rlvr_group = 4;
+    b.bon_k = 8;
+    b.seeds = {42};
+    b.sweep_k = 4;
+    b.sweep_tasks = b.subset1;
+    b.ttt_k = 4;
+    b.ttt_steps = 2;
+    b.probe_steps = 2;
+    b.sdpo_seeds = {42};
+    b.ablation_steps = {1, 2};
+    b.ablation_k = {2, 4};
+    b.ablation_temperatures = {0.25, 0.7};
+    b.lr_factors = {1.0, 0.1};
+    return b;
+  }
+  if (name == "tiny") {
+    b = experiment_budget("smoke");
+    b.name = name;
+    b.sft_samples_per_task = 4;
+    b.sft_epochs = 1;
+    b.rlvr_steps = 2;
+    b.rlvr_tasks_per_batch = 2;
+    b.rlvr_group = 2;
+    b.train_tasks = {19, 23, 47};
+    b.bon_k = 4;
+    b.ttt_k = 2;
+    b.ttt_steps = 1;
+    b.probe_steps = 1;
+    b.ablation_steps = {1};
+    b.ablation_k = {2};
+    b.ablation_temperatures = {0.25};
+    return b;
+  }
+  throw InputError(fmt::format("unknown budget '{}' (smoke, paper, tiny)", name));
+}
+
+std::filesystem::path ExperimentContext::input(const std::string& experiment, const std::string& file) const {
+  const std::filesystem::path p = results / experiment / file;
+  KBRL_CHECK_INPUT(std::filesystem::exists(p),
+                   "{} needs {} from the {} experiment: run `kbrl-experiment {} --budget {}` first "
+                   "(`ctest -L experiments` runs it as a fixture)",
+                   this->experiment, p.string(), experiment, experiment, budget.name);
+  return p;
+}
+
+std::unique_ptr<SchedulePolicy> ExperimentContext::load_policy(const std::filesystem::path& checkpoint) const {
+  auto policy = std::make_unique<SchedulePolicy>();
+  policy->load_base(checkpoint);
+  return policy;
+}
+
+TttConfig ExperimentContext::ttt_config(const std::vector<int>& tasks, uint64_t seed,
+                                        const std::string& run) const {
+  TttConfig c;
+  c.tasks = tasks;
+  c.scale = scale;
+  c.k = budget.ttt_k;
+  c.steps = budget.ttt_steps;
+  c.temperature = budget.temperature;
+  c.optimizer.learning_rate = budget.ttt_learning_rate;
+  c.lora_config = {budget.lora_rank, budget.lora_alpha};
+  c.seed = seed;
+  c.run = run;
+  return c;
+}
+
+const std::vector<Experiment>& experiments() {
+  static const std::vector<Experiment> all = [] {
+    std::vector<Experiment> v;
+    for (auto* group : {&training_experiments, &search_experiments, &adaptation_experiments,
+                        &distillation_experiments})
+      for (Experiment& e : (*group)()) v.push_back(std::move(e));
+    return v;
+  }();
+  return all;
+}
+
+const Experiment& experiment_named(const std::string& name) {
+  std::string names;
+  for (const Experiment& e : experiments()) {
+    if (e.name == name) return e;
+    names += (names.empty() ? "" : ", ") + e.name;
+  }
+  throw InputError(fmt::format("unknown experiment '{}' (known: {})", name, names));
+}
+
+std::vector<std::vector<Rollout>> sample_and_evaluate(ExperimentContext& ctx, Policy& policy,
+                                                      const std::string& policy_label,
+                                                      const std::vector<int>& tasks, int k,
+                                                      double temperature, uint64_t seed,
+                                                      CsvTable* samples_csv, const std::string& run) {
+  std::vector<std::vector<Rollout>> out;
+  for (int id : tasks) {
+    const TaskSpec task = task_spec(id, ctx.scale);
+    const std::vector<Sample> samples = policy.sample(task, k, temperature, seed ^ static_cast<uint64_t>(id));
+    std::vector<Rollout> rollouts = ctx.env->evaluate(task, samples, policy_label);
+    int fast = 0, correct = 0;
+    double best = 0;
+    for (size_t i = 0; i < rollouts.size(); ++i) {
+      correct += rollouts[i].correct;
+      fast += rollouts[i].fast();
+      best = std::max(best, rollouts[i].speedup);
+      if (samples_csv) {
+        samples_csv->row(schemas::samples_row(run, policy_label, static_cast<int>(i), rollouts[i]));
+      }
+    }
+    if (ctx.progress)
+      ctx.progress(fmt::format("{} {} task {}: {} samples, {} correct, {} fast, best {:.3f}x", run,
+                               policy_label, id, k, correct, fast, best));
+    out.push_back(std::move(rollouts));
+  }
+  return out;
+}
+
+std::vector<SampleRow> read_samples(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  KBRL_CHECK_INPUT(in.good(), "cannot read {}", file.string());
+  std::string line;
+  std::getline(in, line);
+  KBRL_CHECK_INPUT(line == schemas::samples().header(), "{}: not a samples CSV (header {})", file.string(), line);
+  std::vector<SampleRow> rows;
+  int line_no = 1;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty()) continue;
+    const std::vector<std::string> f = csv::split_line(line);
+    KBRL_CHECK_INPUT(f.size() == schemas::samples().columns.size(), "{}:{}: {} fields", file.string(),
+                     line_no, f.size());
+    SampleRow r;
+    try {
+      r.run = f[0];
+      r.policy = f[1];
+      r.task_id = std::stoi(f[2]);
+      r.sample = std::stoi(f[3]);
+      r.config = f[4];
+      std::istringstream toks(f[5]);
+      for (int t; toks >> t;) r.tokens.push_back(t);
+      r.logprob = std::stod(f[6]);
+      r.token_count = std::stoi(f[8]);
+      r.correct = f[11] == "1";
+      r.speedup = std::stod(f[12]);
+    } catch (const std::exception& e) {
+      throw InputError(fmt::format("{}:{}: malformed row ({})", file.string(), line_no, e.what()));
+    }
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+}  // namespace kbrl

@@ -1,0 +1,114 @@
+#pragma once
+// The experiment programs (DESIGN.md, Experiments and the reports' tables): one registered
+// Experiment per report table, run by `kbrl-experiment NAME --budget smoke|paper`, each writing
+// its CSVs (schemas in experiments/report_schemas.h and schemas.h) under
+// <results>/<budget>/<name>/. Experiments that build on another read its outputs from there
+// (CTest orders them with fixtures).
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <experiments/environment.h>
+#include <experiments/training_loops.h>
+#include <policies/schedule_policy.h>
+
+namespace kbrl {
+
+/// The sizes of every experiment at one budget. `paper` holds the reports' K, steps, seeds,
+/// temperatures and subsets; the learning rates are this policy's (the reports' are an LLM's),
+/// and the learning-rate sweep keeps the reports' ratios (1e-5, 1e-6, 3e-7 -> x1, x0.1, x0.03).
+struct ExperimentBudget {
+  std::string name;
+  // base policy: SFT warm start from the heuristic teacher, then RLVR on the train split
+  int sft_samples_per_task = 16;
+  int sft_epochs = 5;
+  double sft_learning_rate = 1e-2;
+  int rlvr_steps = 40;
+  int rlvr_tasks_per_batch = 8;
+  int rlvr_group = 8;
+  double rlvr_learning_rate = 3e-3;
+  std::vector<int> train_tasks;  // empty: the train split (covered tasks)
+  // search
+  int bon_k = 64;
+  std::vector<uint64_t> seeds = {42, 43};
+  double temperature = 0.25;
+  int sweep_k = 16;  // base-policy sweep: samples per task per policy
+  std::vector<int> sweep_tasks;  // empty: the eval split
+  // adaptation
+  int ttt_k = 32;
+  int ttt_steps = 5;
+  int probe_steps = 8;
+  double ttt_learning_rate = 3e-3;
+  int lora_rank = 16;
+  double lora_alpha = 32;
+  std::vector<uint64_t> sdpo_seeds = {42, 43, 44};
+  std::vector<int> ablation_steps = {5, 15, 30};
+  std::vector<int> ablation_k = {16, 32, 64};
+  std::vector<double> ablation_temperatures = {0.1, 0.25, 0.4, 0.7};
+  std::vector<double> lr_factors = {1.0, 0.1, 0.03};
+  std::vector<int> subset1, subset2;  // the reports' subsets (reference/splits.h)
+};
+
+/// "smoke" (minutes on one GPU), "paper" (the reports' settings) or "tiny" (CPU plumbing tests
+/// with the synthetic environment). Throws InputError naming the budgets.
+ExperimentBudget experiment_budget(const std::string& name);
+
+struct ExperimentContext {
+  std::string experiment;
+  ExperimentBudget budget;
+  std::filesystem::path results;  // <results root>/<budget>
+  std::filesystem::path dir;      // results / experiment
+  Scale scale = Scale::kernelbench;
+  Environment* env = nullptr;
+  Progress progress;
+
+  /// Where another experiment writes; throws InputError naming the experiment to run first when
+  /// `file` under it does not exist.
+  std::filesystem::path input(const std::string& experiment, const std::string& file) const;
+  /// A schedule policy loaded from a checkpoint (base weights), on the CPU.
+  std::unique_ptr<SchedulePolicy> load_policy(const std::filesystem::path& checkpoint) const;
+  /// The RLVR checkpoint of base_policy (the starting point of search and adaptation).
+  std::filesystem::path base_checkpoint() const { return input("base_policy", "checkpoints/final.pt"); }
+  /// The SFT-only checkpoint of base_policy (TTT without RLVR).
+  std::filesystem::path sft_checkpoint() const { return input("base_policy", "checkpoints/sft.pt"); }
+  /// A TTT configuration with this budget's settings for `tasks`.
+  TttConfig ttt_config(const std::vector<int>& tasks, uint64_t seed, const std::string& run) const;
+};
+
+struct Experiment {
+  std::string name;
+  std::string reproduces;   // the report table or figure
+  std::vector<std::string> needs;  // experiments whose outputs it reads
+  std::function<void(ExperimentContext&)> run;
+};
+
+/// Every experiment, in an order that satisfies `needs`.
+const std::vector<Experiment>& experiments();
+const Experiment& experiment_named(const std::string& name);  // InputError listing the names
+
+/// Samples and evaluates `k` samples per task, appending rows of schemas::samples() (run, policy
+/// name) and returning the rollouts per task (in `tasks` order).
+std::vector<std::vector<Rollout>> sample_and_evaluate(ExperimentContext& ctx, Policy& policy,
+                                                      const std::string& policy_label,
+                                                      const std::vector<int>& tasks, int k,
+                                                      double temperature, uint64_t seed,
+                                                      CsvTable* samples_csv, const std::string& run);
+
+/// The rows of a samples.csv, parsed (what selection and probes read).
+struct SampleRow {
+  std::string run, policy;
+  int task_id = 0;
+  int sample = 0;
+  std::string config;
+  std::vector<int> tokens;
+  double logprob = 0;
+  int token_count = 0;
+  bool correct = false;
+  double speedup = 0;
+};
+std::vector<SampleRow> read_samples(const std::filesystem::path& file);
+
+}  // namespace kbrl

@@ -1,0 +1,135 @@
+// kbrl-experiment: runs one experiment of the reports at a budget (see experiment.h), or lists them.
+//   kbrl-experiment best_of_n --budget smoke --results build/results
+// Exit codes: 0 done, 2 bad input, 1 harness error, 77 skipped (no GPU for the evaluator).
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <harness/evaluator.h>
+#include <harness/gpu_session.h>
+#include <harness/rollout_log.h>
+#include <kbrl/error.h>
+
+#include "experiment.h"
+
+namespace kbrl {
+namespace {
+
+constexpr int kSkipped = 77;
+
+struct Options {
+  std::string name;
+  std::string budget = "smoke";
+  std::string results = "results";
+  std::string env = "evaluator";
+  std::string mode = "fast";
+  std::string tolerance = "strict";
+  std::string scale;  // default: kernelbench (evaluator) or small (synthetic)
+  bool list = false;
+};
+
+void print_list() {
+  for (const Experiment& e : experiments()) {
+    std::string needs;
+    for (const auto& n : e.needs) needs += (needs.empty() ? "" : ", ") + n;
+    std::printf("%-16s %s%s\n", e.name.c_str(), e.reproduces.c_str(),
+                needs.empty() ? "" : ("  [needs: " + needs + "]").c_str());
+  }
+}
+
+int run(const Options& o) {
+  if (o.list) {
+    print_list();
+    return 0;
+  }
+  KBRL_CHECK_INPUT(!o.name.empty(), "name an experiment (--list shows them)");
+  const Experiment& experiment = experiment_named(o.name);
+  ExperimentContext ctx;
+  ctx.experiment = experiment.name;
+  ctx.budget = experiment_budget(o.budget);
+  ctx.results = std::filesystem::path(o.results) / o.budget;
+  ctx.dir = ctx.results / experiment.name;
+  KBRL_CHECK_INPUT(o.env == "evaluator" || o.env == "synthetic", "unknown --env '{}' (evaluator, synthetic)", o.env);
+  const bool synthetic = o.env == "synthetic";
+  ctx.scale = parse_scale(o.scale.empty() ? (synthetic ? "small" : "kernelbench") : o.scale);
+  const auto start = std::chrono::steady_clock::now();
+  ctx.progress = [&](const std::string& line) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "[%s %7.1f s] %s\n", experiment.name.c_str(), s, line.c_str());
+  };
+
+  std::unique_ptr<Evaluator> evaluator;
+  std::unique_ptr<RolloutLog> log;
+  std::unique_ptr<Environment> env;
+  if (synthetic) {
+    env = std::make_unique<SyntheticEnvironment>(20260301);
+  } else {
+    std::string reason;
+    if (!gpu_available(&reason)) {
+      std::printf("kbrl-experiment %s: SKIPPED: the experiments evaluate kernels on a GPU and none is "
+                  "usable here (%s). Use --env synthetic for a CPU dry run of the plumbing.\n",
+                  experiment.name.c_str(), reason.c_str());
+      return kSkipped;
+    }
+    EvalSettings s;
+    s.scale = ctx.scale;
+    s.mode = parse_timing_mode(o.mode);
+    s.atol = s.rtol = parse_tolerance(o.tolerance);
+    s.cache_dir = std::filesystem::path(o.results) / "compile_cache";
+    if (const char* w = std::getenv("KBRL_WORKER"); w == nullptr || *w == 0) s.worker_program = KBRL_CLI;
+    evaluator = std::make_unique<Evaluator>(s);
+    std::filesystem::create_directories(ctx.dir);
+    const auto log_path = ctx.dir / "rollouts.jsonl";
+    env = std::make_unique<EvaluatorEnvironment>(*evaluator, log_path);
+    log = std::make_unique<RolloutLog>(log_path);
+    evaluator->attach_log(log.get());
+  }
+  ctx.env = env.get();
+  std::filesystem::create_directories(ctx.dir);
+  {
+    nlohmann::json settings = {{"experiment", experiment.name}, {"reproduces", experiment.reproduces},
+                               {"budget", o.budget},           {"env", o.env},
+                               {"scale", std::string(to_string(ctx.scale))},
+                               {"mode", o.mode},               {"tolerance", o.tolerance},
+                               {"kbrl_version", std::string(kbrl_version())}};
+    if (evaluator) settings["device"] = evaluator->device().name;
+    std::ofstream(ctx.dir / "settings.json") << settings.dump(2) << "\n";
+  }
+  ctx.progress(fmt::format("start: budget {}, env {}, scale {}, results in {}", o.budget, o.env,
+                           to_string(ctx.scale), ctx.dir.string()));
+  experiment.run(ctx);
+  ctx.progress(fmt::format("done ({} s of evaluation)", cell(env->evaluator_seconds())));
+  return 0;
+}
+
+}  // namespace
+}  // namespace kbrl
+
+int main(int argc, char** argv) {
+  kbrl::Options o;
+  CLI::App app{"kbrl-experiment: reproduce one table of the reports (CSV under --results)"};
+  app.add_option("name", o.name, "the experiment (see --list)");
+  app.add_flag("--list", o.list, "list the experiments and the tables they reproduce");
+  app.add_option("--budget", o.budget, "smoke (minutes), paper (the reports' settings) or tiny")->capture_default_str();
+  app.add_option("--results", o.results, "results root; outputs go to ROOT/BUDGET/NAME/")->capture_default_str();
+  app.add_option("--env", o.env, "evaluator (GPU) or synthetic (a fixed reward table, CPU)")->capture_default_str();
+  app.add_option("--mode", o.mode, "timing mode of the evaluator: fast, full or adaptive")->capture_default_str();
+  app.add_option("--tolerance", o.tolerance, "strict (1e-4) or legacy (1e-2, the reports' era)")->capture_default_str();
+  app.add_option("--scale", o.scale, "kernelbench or small (default: kernelbench; small with --env synthetic)");
+  try {
+    app.parse(argc, argv);
+    return kbrl::run(o);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const kbrl::InputError& e) {
+    std::fprintf(stderr, "kbrl-experiment: error: %s\n", e.what());
+    return 2;
+  } catch (const kbrl::Error& e) {
+    std::fprintf(stderr, "kbrl-experiment: error: %s\n", e.what());
+    return 1;
+  }
+}

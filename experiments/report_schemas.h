@@ -1,0 +1,24 @@
+#pragma once
+// The schemas of the report tables the experiment programs write (experiments/programs/), one
+// function per CSV (golden-tested in ctest/experiments/test_schemas.cpp). The per-sample, per-step
+// and sweep CSVs are in schemas.h.
+#include "csv_table.h"
+
+namespace kbrl::schemas {
+
+const CsvSchema& policy_sweep();       // GRPO report Table 3
+const CsvSchema& bon_scaling();        // surprisal report Table 5.1
+const CsvSchema& bon_selected();       // Table D.2
+const CsvSchema& selection();          // Table 5.3
+const CsvSchema& selection_tests();    // 5.2's effect sizes and tests
+const CsvSchema& selection_topm();     // the deployable surprisal top-m curve
+const CsvSchema& length_control();     // 5.2's Spearman table
+const CsvSchema& surprisal_quartiles();  // 5.2's quartile table
+const CsvSchema& equal_budget();       // Table 5.2 and self-improvement 6.2
+const CsvSchema& rho_trajectory();     // 5.3b's over-sharpening probe
+const CsvSchema& robustness();         // 5.4 (per task; the regime plot)
+const CsvSchema& transfer();           // 5.5 cross-subset transfer
+const CsvSchema& adaptation_runs();    // one row per TTT/SDPO run: lr sweep, SDPO, ablations
+const CsvSchema& compute();            // Appendix C
+
+}  // namespace kbrl::schemas
