@@ -233,7 +233,13 @@ TttResult run_ttt(TrainablePolicy& policy, Environment& env, const TttConfig& c,
     scores.push_back(m.fast_1);
     const BoaDecision so_far = best_of_adaptation(scores, c.patience);
     const bool stop = so_far.stop_step >= 0;
-    if (step < c.steps && !stop) m.update = policy.update(batch, update);
+    if (step < c.steps && !stop) {
+      m.update = policy.update(batch, update);
+    } else {  // no update after the last evaluated step: still measure KL to the start and entropy
+      std::vector<TrainItem> scored;
+      for (const Rollout& r : all) scored.push_back({task_spec(r.sample.task_id, c.scale), r.sample.tokens, {}, {}});
+      m.update = policy.measure(scored, c.temperature);
+    }
     budget.wall_seconds = seconds_since(start);
     m.budget = budget;
     result.budget += budget;

@@ -36,7 +36,8 @@ TEST(ExperimentPrograms, EveryExperimentWritesItsTablesOnTheSyntheticEnvironment
   fs::remove_all(results);
   using S = const CsvSchema& (*)();
   const std::vector<std::pair<std::string, std::map<std::string, S>>> expected = {
-      {"base_policy", {{"sft_epochs.csv", schemas::sft_epochs}, {"rlvr_steps.csv", schemas::training_steps}}},
+      {"base_policy", {{"sft_epochs.csv", schemas::sft_epochs}, {"rlvr_steps.csv", schemas::training_steps},
+                       {"rlvr_eval.csv", schemas::training_steps}}},
       {"policy_sweep", {{"policy_sweep.csv", schemas::policy_sweep}, {"samples.csv", schemas::samples}}},
       {"best_of_n", {{"samples.csv", schemas::samples}, {"bon_scaling.csv", schemas::bon_scaling},
                      {"bon_selected.csv", schemas::bon_selected}}},

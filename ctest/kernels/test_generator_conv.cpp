@@ -5,7 +5,6 @@
 // correctness is checked on a GPU by ctest/kernels/test_generator_gpu.cpp, which covers every
 // covered task automatically, not on CPU.
 #include <algorithm>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -14,7 +13,6 @@
 #include "generator_testing.h"
 
 #include <kbrl/error.h>
-#include <kernels/candidate_file.h>
 #include <kernels/generator.h>
 #include <reference/task_registry.h>
 
@@ -37,77 +35,32 @@ bool is_depthwise(int id) {
   return std::find(kDepthwise.begin(), kDepthwise.end(), id) != kDepthwise.end();
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+int64_t space_size(int id) { return is_depthwise(id) ? 108 : id == kSeparable ? 96 : 176; }
 
-bool unsafe(const Config& c) {
-  return c.at("precision") != "fp32" || c.at("tail") != "safe";
-}
+using testing::contains;
 
-int64_t expected_size(int id) {
-  if (is_depthwise(id)) return 108;
-  if (id == kSeparable) return 96;
-  return 176;
-}
+const testing::FamilySpec kConv = {
+    .name = "conv",
+    .space_sizes = testing::sizes_of(all_tasks(), space_size),
+    .extra_knobs = {"rows_per_thread"},
+    .foreign_tasks = {19, 57},  // 57: transposed convolutions belong to another family
+    .arg_kinds = {ArgKind::input, ArgKind::output, ArgKind::parameter, ArgKind::scratch,
+                  ArgKind::i32, ArgKind::i64},
+    .round_trip_every = 97,
+};
 
-TEST(ConvGenerator, Coverage) {
-  const std::vector<int> ids = all_tasks();
-  for (int id : ids) EXPECT_EQ(generator_for(id).name(), "conv") << id;
-  const std::vector<int> covered = covered_tasks();
-  for (int id : ids) EXPECT_NE(std::find(covered.begin(), covered.end(), id), covered.end()) << id;
-  const Generator& g = generator_for(50);
-  for (int id = 1; id <= 100; ++id)
-    EXPECT_EQ(g.covers(id), std::find(ids.begin(), ids.end(), id) != ids.end()) << id;
-  // Transposed convolutions belong to another family.
-  for (int id : {57, 58, 61, 64, 65, 68, 69, 70, 71, 72, 73, 74, 75, 77, 78, 79, 81})
-    EXPECT_FALSE(g.covers(id)) << id;
-  EXPECT_THROW(g.space(task_spec(57, Scale::small)), InputError);
-  EXPECT_THROW(g.expert(task_spec(19, Scale::small)), InputError);
-  EXPECT_THROW(g.generate(task_spec(19, Scale::small), g.expert(task_spec(50, Scale::small))),
-               InputError);
-}
+TEST(ConvGenerator, Coverage) { testing::expect_coverage(kConv); }
 
-TEST(ConvGenerator, SpaceSizesTokensAndKnobNames) {
-  const std::set<std::string> family_knobs = {"rows_per_thread"};
-  for (int id : all_tasks()) {
-    const TaskSpec task = task_spec(id, Scale::kernelbench);
-    const KnobSpace space = generator_for(id).space(task);
-    const int64_t size = space.size();
-    EXPECT_GE(size, 32) << id;
-    EXPECT_LE(size, 1024) << id;
-    EXPECT_EQ(size, expected_size(id)) << id;
-    for (const auto& k : space.knobs())
-      EXPECT_TRUE(is_canonical_knob(k.name) || family_knobs.count(k.name)) << k.name;
-    const std::vector<Config> all = space.enumerate();
-    EXPECT_EQ(static_cast<int64_t>(all.size()), size);
-    EXPECT_EQ(generator_for(id).space(task_spec(id, Scale::small)).enumerate(), all) << id;
-    for (const Config& c : all) {
-      const std::vector<int> tokens = space.tokenize(c);
-      ASSERT_EQ(tokens.size(), space.knobs().size());
-      EXPECT_EQ(space.detokenize(tokens), c);
-      for (size_t k = 0; k < tokens.size(); ++k) {
-        const std::vector<bool> mask = space.legal_mask(std::span<const int>(tokens.data(), k));
-        EXPECT_TRUE(mask.at(static_cast<size_t>(tokens[k]))) << c.str() << " at " << k;
-      }
-    }
-  }
-}
+TEST(ConvGenerator, SpaceSizesTokensAndKnobNames) { testing::expect_knob_spaces(kConv); }
 
+// The standard and separable experts use a GEMM-tiled variant, not the direct one.
 TEST(ConvGenerator, ExpertIsLegalAndSafe) {
-  for (int id : all_tasks()) {
-    for (const Scale scale : {Scale::kernelbench, Scale::small}) {
-      const TaskSpec task = task_spec(id, scale);
-      const Generator& g = generator_for(id);
-      const Config expert = g.expert(task);
-      EXPECT_TRUE(g.space(task).is_legal(expert)) << id << ": " << g.space(task).why_illegal(expert);
-      EXPECT_FALSE(unsafe(expert)) << expert.str();
-      if (!is_depthwise(id)) {
-        EXPECT_NE(expert.at("variant"), "direct") << id;
-      }
-      EXPECT_TRUE(g.generate(task, expert).options.empty());
-    }
-  }
+  testing::expect_expert_legal_and_safe(
+      kConv, [](const TaskSpec& task, const Config& expert, const Candidate&) {
+        if (!is_depthwise(task.id)) {
+          EXPECT_NE(expert.at("variant"), "direct") << task.id;
+        }
+      });
 }
 
 TEST(ConvGenerator, RejectsIllegalConfigs) {
@@ -153,95 +106,52 @@ TEST(ConvGenerator, RejectsIllegalConfigs) {
   EXPECT_THROW(generator_for(86).generate(t86, s), InputError);
 }
 
-/// The launch plans use only the task's input, parameters, output and the declared scratch, with
-/// grid and block within CUDA's limits; every output position tile is launched unless tail=dropped.
+// One-dimensional launches of whole warps without dynamic shared memory, each kernel defined in the
+// source; x is input 0. Depthwise is one launch of `block` threads; the others prepare (copy the
+// bias or run the depthwise part) then write y, covering every output tile unless tail=dropped.
 TEST(ConvGenerator, PlansUseOnlyTheTasksArguments) {
-  int64_t checked = 0;
-  for (const Scale scale : {Scale::kernelbench, Scale::small}) {
-    for (int id : all_tasks()) {
-      const TaskSpec task = task_spec(id, scale);
-      const Generator& g = generator_for(id);
-      for (const Config& config : g.space(task).enumerate()) {
-        const Candidate c = g.generate(task, config);
-        EXPECT_EQ(c.task_id, id);
-        EXPECT_TRUE(c.options.empty());
-        ASSERT_FALSE(c.launches.empty());
-        size_t expected_launches = is_depthwise(id) ? 1 : 2;
-        if (id == kSeparable && config.at("variant") == "two_pass") expected_launches = 3;
-        EXPECT_EQ(c.launches.size(), expected_launches) << config.str();
-        for (const ScratchBuffer& b : c.scratch) EXPECT_GT(b.bytes, 0) << b.name;
-        bool writes_output = false;
-        for (const Launch& l : c.launches) {
-          EXPECT_TRUE(contains(c.source, "void " + l.kernel + "(") ||
-                      contains(c.source, ") " + l.kernel + "("))
-              << l.kernel;
-          EXPECT_GE(l.grid.x, 1u);
-          EXPECT_LE(l.grid.x, 2147483647u);
-          EXPECT_EQ(l.grid.y * l.grid.z * l.block.y * l.block.z, 1u);
-          EXPECT_GE(l.block.x, 32u);
-          EXPECT_LE(l.block.x, 1024u);
-          EXPECT_EQ(l.block.x % 32, 0u);
-          EXPECT_EQ(l.shared_bytes, 0u);
-          for (const KernelArg& a : l.args) {
-            switch (a.kind) {
-              case ArgKind::input: EXPECT_EQ(a.index, 0); break;
-              case ArgKind::parameter:
-                EXPECT_LT(a.index, static_cast<int>(task.parameters.size()));
-                break;
-              case ArgKind::output:
-                EXPECT_EQ(a.index, 0);
-                writes_output = true;
-                break;
-              case ArgKind::scratch:
-                EXPECT_LT(a.index, static_cast<int>(c.scratch.size()));
-                break;
-              case ArgKind::i32:
-              case ArgKind::i64: break;
-              default: ADD_FAILURE() << "unexpected argument kind in " << config.str();
-            }
-          }
-        }
-        EXPECT_TRUE(writes_output);
-        // The last launch writes y; its grid covers every output tile unless tail=dropped.
-        const Launch& last = c.launches.back();
-        EXPECT_EQ(last.args[is_depthwise(id) ? 2 : 3], (KernelArg{ArgKind::output, 0}));
-        if (!is_depthwise(id) && config.at("tail") == "safe") {
-          const auto& y = task.outputs[0].shape;
-          int64_t positions = y[0];
-          for (size_t i = 2; i < y.size(); ++i) positions *= y[i];
-          const int64_t tile_m = config.integer("tile_m");
-          const int64_t tile_n =
-              config.at("variant") == "direct" ? config.integer("items_per_thread")
-                                               : config.integer("tile_n");
-          EXPECT_EQ(static_cast<int64_t>(last.grid.x),
-                    ((positions + tile_m - 1) / tile_m) * ((y[1] + tile_n - 1) / tile_n))
-              << config.str();
-        }
-        if (is_depthwise(id)) {
-          EXPECT_TRUE(c.scratch.empty());
-          EXPECT_EQ(last.block.x, config.integer("block"));
-        }
-        if (checked++ % 97 == 0) {
-          const Candidate parsed =
-              parse_candidate_file(candidate_file_text(c, task, {"header"}), task, "gen.cu");
-          EXPECT_EQ(parsed.launches, c.launches);
-          EXPECT_EQ(parsed.scratch, c.scratch);
-          EXPECT_EQ(parsed.options, c.options);
-        }
-      }
+  testing::expect_plans_use_only_task_arguments(kConv, [](const TaskSpec& task,
+                                                           const Config& config,
+                                                           const Candidate& c) {
+    const int id = task.id;
+    EXPECT_EQ(task.inputs.size(), 1u);
+    EXPECT_EQ(task.outputs.size(), 1u);
+    EXPECT_TRUE(c.options.empty());
+    size_t expected_launches = is_depthwise(id) ? 1 : 2;
+    if (id == kSeparable && config.at("variant") == "two_pass") expected_launches = 3;
+    EXPECT_EQ(c.launches.size(), expected_launches) << config.str();
+    for (const Launch& l : c.launches) {
+      EXPECT_TRUE(contains(c.source, "void " + l.kernel + "(") ||
+                  contains(c.source, ") " + l.kernel + "("))
+          << l.kernel;
+      EXPECT_EQ(l.grid.y * l.grid.z * l.block.y * l.block.z, 1u);
+      EXPECT_EQ(l.shared_bytes, 0u);
     }
-  }
-  EXPECT_GT(checked, 0);
+    // The last launch writes y; its grid covers every output tile unless tail=dropped.
+    const Launch& last = c.launches.back();
+    EXPECT_EQ(last.args[is_depthwise(id) ? 2 : 3], (KernelArg{ArgKind::output, 0}));
+    if (!is_depthwise(id) && config.at("tail") == "safe") {
+      const auto& y = task.outputs[0].shape;
+      int64_t positions = y[0];
+      for (size_t i = 2; i < y.size(); ++i) positions *= y[i];
+      const int64_t tile_m = config.integer("tile_m");
+      const int64_t tile_n = config.at("variant") == "direct" ? config.integer("items_per_thread")
+                                                              : config.integer("tile_n");
+      EXPECT_EQ(static_cast<int64_t>(last.grid.x),
+                ((positions + tile_m - 1) / tile_m) * ((y[1] + tile_n - 1) / tile_n))
+          << config.str();
+    }
+    if (is_depthwise(id)) {
+      EXPECT_TRUE(c.scratch.empty());
+      EXPECT_EQ(last.block.x, config.integer("block"));
+    }
+  });
 }
 
 TEST(ConvGenerator, SourcesFollowTheKnobs) {
   const TaskSpec task = task_spec(55, Scale::kernelbench);
   const Generator& g = generator_for(55);
-  const KnobSpace space = g.space(task);
-  auto with = [&](const TaskSpec& t, const char* overrides) {
-    const Generator& gt = generator_for(t.id);
-    return gt.generate(t, gt.space(t).with_overrides(gt.expert(t), Config::parse(overrides)));
-  };
+  const auto with = testing::generate_with;
   const Candidate base = g.generate(task, g.expert(task));
   EXPECT_TRUE(contains(base.source, "kbrl_conv_igemm("));
   EXPECT_TRUE(contains(base.source, "#define TILE_M 128"));
@@ -299,9 +209,7 @@ TEST(ConvGenerator, SourcesFollowTheKnobs) {
 // (source, options) and each distinct unit compiled once (shapes are kernel arguments, so the
 // small scale adds no unit). Unsafe precisions show in the precision audit; safe ones show nothing.
 TEST(ConvGenerator, EveryConfigCompilesAndUnsafeOnesAreAudited) {
-  std::vector<TaskSpec> tasks;
-  for (int id : all_tasks()) tasks.push_back(task_spec(id, Scale::kernelbench));
-  testing::expect_every_config_compiles(tasks, "conv");
+  testing::expect_every_config_compiles(testing::task_specs(all_tasks()), "conv");
 }
 
 }  // namespace

@@ -4,7 +4,6 @@
 // compiled by NVRTC for sm_90a (no GPU needed). Numerical correctness is checked on a GPU:
 // ctest/kernels/test_generator_gpu.cpp runs every covered task through the evaluator; nothing here
 // checks numbers on the CPU.
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -13,7 +12,6 @@
 #include "generator_testing.h"
 
 #include <kbrl/error.h>
-#include <kernels/candidate_file.h>
 #include <kernels/generator.h>
 #include <reference/task_registry.h>
 
@@ -23,65 +21,27 @@ namespace {
 const std::vector<int> kConvTTasks = {57, 58, 61, 64, 65, 68, 69, 70, 71,
                                       72, 73, 74, 75, 77, 78, 79, 81};
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
-bool unsafe(const Config& c) { return c.at("precision") != "fp32"; }
+const testing::FamilySpec kConvT = {
+    .name = "conv_transposed",
+    .space_sizes = testing::sizes_of(kConvTTasks, [](int id) { return id == 72 ? 300 : 396; }),
+    .foreign_tasks = {19, 76},  // 76 is a forward conv between the transposed ones
+    .arg_kinds = {ArgKind::input, ArgKind::parameter, ArgKind::output, ArgKind::i32, ArgKind::i64},
+    .round_trip_every = 97,
+};
 
-TEST(ConvTransposedGenerator, Coverage) {
-  for (int id : kConvTTasks) EXPECT_EQ(generator_for(id).name(), "conv_transposed") << id;
-  const std::vector<int> covered = covered_tasks();
-  for (int id : kConvTTasks)
-    EXPECT_NE(std::find(covered.begin(), covered.end(), id), covered.end()) << id;
-  const Generator& g = generator_for(57);
-  for (int id = 1; id <= 100; ++id) {
-    const bool mine = std::find(kConvTTasks.begin(), kConvTTasks.end(), id) != kConvTTasks.end();
-    EXPECT_EQ(g.covers(id), mine) << id;
-  }
-  // 76 is a forward conv between the transposed ones; 19 is elementwise.
-  EXPECT_THROW(g.space(task_spec(76, Scale::small)), InputError);
-  EXPECT_THROW(g.expert(task_spec(19, Scale::small)), InputError);
-}
+TEST(ConvTransposedGenerator, Coverage) { testing::expect_coverage(kConvT); }
 
 TEST(ConvTransposedGenerator, SpaceSizesTokensAndKnobNames) {
-  for (int id : kConvTTasks) {
-    const TaskSpec task = task_spec(id, Scale::kernelbench);
-    const KnobSpace space = generator_for(id).space(task);
-    const int64_t size = space.size();
-    EXPECT_GE(size, 32) << id;
-    EXPECT_LE(size, 1024) << id;
-    EXPECT_EQ(size, id == 72 ? 300 : 396) << id;
-    for (const auto& k : space.knobs()) EXPECT_TRUE(is_canonical_knob(k.name)) << k.name;
-    const std::vector<Config> all = space.enumerate();
-    EXPECT_EQ(static_cast<int64_t>(all.size()), size);
-    // The space does not depend on the scale.
-    EXPECT_EQ(generator_for(id).space(task_spec(id, Scale::small)).enumerate(), all) << id;
-    // Tokens round-trip, and every legal configuration's tokens are allowed by the masks.
-    for (const Config& c : all) {
-      const std::vector<int> tokens = space.tokenize(c);
-      ASSERT_EQ(tokens.size(), space.knobs().size());
-      EXPECT_EQ(space.detokenize(tokens), c);
-      for (size_t k = 0; k < tokens.size(); ++k) {
-        const std::vector<bool> mask = space.legal_mask(std::span<const int>(tokens.data(), k));
-        EXPECT_TRUE(mask.at(static_cast<size_t>(tokens[k]))) << c.str() << " at " << k;
-      }
-    }
-  }
+  testing::expect_knob_spaces(kConvT);
 }
 
 TEST(ConvTransposedGenerator, ExpertIsLegalAndSafe) {
-  for (int id : kConvTTasks) {
-    for (const Scale scale : {Scale::kernelbench, Scale::small}) {
-      const TaskSpec task = task_spec(id, scale);
-      const Generator& g = generator_for(id);
-      const Config expert = g.expert(task);
-      EXPECT_TRUE(g.space(task).is_legal(expert)) << g.space(task).why_illegal(expert);
-      EXPECT_FALSE(unsafe(expert)) << expert.str();
-      EXPECT_EQ(expert.at("variant"), "tiled_smem") << id;
-      EXPECT_TRUE(g.generate(task, expert).options.empty());
-    }
-  }
+  testing::expect_expert_legal_and_safe(
+      kConvT, [](const TaskSpec& task, const Config& expert, const Candidate&) {
+        EXPECT_EQ(expert.at("variant"), "tiled_smem") << task.id;
+      });
 }
 
 TEST(ConvTransposedGenerator, RejectsIllegalConfigs) {
@@ -102,78 +62,56 @@ TEST(ConvTransposedGenerator, RejectsIllegalConfigs) {
   EXPECT_EQ(c.at("tile_n"), "8");
   c.set("tile_n", "16");
   EXPECT_THROW(g.generate(t72, c), InputError);
-  EXPECT_THROW(g.generate(task_spec(76, Scale::small), g.expert(task)), InputError);
 }
 
+// One launch: direct (a thread per output) or tiled (grid.y over the batch); arguments x, the
+// weight (and bias), y, then only constants, the last one whether to stream.
 TEST(ConvTransposedGenerator, PlansUseOnlyTheTasksArguments) {
-  int64_t checked = 0;
-  for (const Scale scale : {Scale::kernelbench, Scale::small}) {
-    for (int id : kConvTTasks) {
-      const TaskSpec task = task_spec(id, scale);
-      const Generator& g = generator_for(id);
-      const bool bias = task.parameters.size() == 2;
-      for (const Config& config : g.space(task).enumerate()) {
-        const Candidate c = g.generate(task, config);
-        EXPECT_EQ(c.task_id, id);
-        ASSERT_EQ(c.launches.size(), 1u);
-        const Launch& l = c.launches[0];
-        EXPECT_EQ(l.block.x, config.integer("block"));
-        EXPECT_EQ(l.block.y * l.block.z * l.grid.z, 1u);
-        EXPECT_GE(l.grid.x, 1u);
-        EXPECT_LE(l.grid.y, 65535u);
-        EXPECT_TRUE(c.scratch.empty());
-        EXPECT_TRUE(c.options.empty());
-        const bool direct = config.at("variant") == "direct";
-        EXPECT_EQ(l.kernel, direct ? "kbrl_convt_direct" : "kbrl_convt_tiled");
-        if (direct) {
-          EXPECT_EQ(l.grid.y, 1u);
-          EXPECT_GE(static_cast<int64_t>(l.grid.x) * l.block.x, task.outputs[0].numel());
-        } else {
-          EXPECT_EQ(static_cast<int64_t>(l.grid.y), task.inputs[0].shape[0]);
-        }
-        EXPECT_LE(l.shared_bytes, 48u * 1024u);
-        EXPECT_EQ(l.shared_bytes > 0, config.at("variant") == "tiled_smem");
-        // x, the weight (and bias), y; then only constants.
-        size_t a = 0;
-        ASSERT_GE(l.args.size(), 4u);
-        EXPECT_EQ(l.args[a++], (KernelArg{ArgKind::input, 0}));
-        EXPECT_EQ(l.args[a++], (KernelArg{ArgKind::parameter, 0}));
-        if (bias) {
-          EXPECT_EQ(l.args[a++], (KernelArg{ArgKind::parameter, 1}));
-        }
-        EXPECT_EQ(l.args[a++], (KernelArg{ArgKind::output, 0}));
-        for (; a < l.args.size(); ++a)
-          EXPECT_TRUE(l.args[a].kind == ArgKind::i64 || l.args[a].kind == ArgKind::i32)
-              << config.str();
-        EXPECT_EQ(l.args.back(),
-                  (KernelArg{ArgKind::i32, 0, 0.0, config.at("cache_hint") == "streaming"}));
-        if (checked++ % 97 == 0) {
-          const Candidate parsed =
-              parse_candidate_file(candidate_file_text(c, task, {"header"}), task, "gen.cu");
-          EXPECT_EQ(parsed.launches, c.launches);
-          EXPECT_EQ(parsed.options, c.options);
-        }
-      }
+  testing::expect_plans_use_only_task_arguments(kConvT, [](const TaskSpec& task,
+                                                            const Config& config,
+                                                            const Candidate& c) {
+    const bool bias = task.parameters.size() == 2;
+    ASSERT_EQ(c.launches.size(), 1u);
+    const Launch& l = c.launches[0];
+    EXPECT_EQ(l.block.x, config.integer("block"));
+    EXPECT_EQ(l.block.y * l.block.z * l.grid.z, 1u);
+    EXPECT_TRUE(c.options.empty());
+    const bool direct = config.at("variant") == "direct";
+    EXPECT_EQ(l.kernel, direct ? "kbrl_convt_direct" : "kbrl_convt_tiled");
+    if (direct) {
+      EXPECT_EQ(l.grid.y, 1u);
+      EXPECT_GE(static_cast<int64_t>(l.grid.x) * l.block.x, task.outputs[0].numel());
+    } else {
+      EXPECT_EQ(static_cast<int64_t>(l.grid.y), task.inputs[0].shape[0]);
     }
-  }
+    EXPECT_LE(l.shared_bytes, 48u * 1024u);
+    EXPECT_EQ(l.shared_bytes > 0, config.at("variant") == "tiled_smem");
+    // x, the weight (and bias), y; then only constants.
+    size_t a = 0;
+    ASSERT_GE(l.args.size(), 4u);
+    EXPECT_EQ(l.args[a++], (KernelArg{ArgKind::input, 0}));
+    EXPECT_EQ(l.args[a++], (KernelArg{ArgKind::parameter, 0}));
+    if (bias) {
+      EXPECT_EQ(l.args[a++], (KernelArg{ArgKind::parameter, 1}));
+    }
+    EXPECT_EQ(l.args[a++], (KernelArg{ArgKind::output, 0}));
+    for (; a < l.args.size(); ++a)
+      EXPECT_TRUE(l.args[a].kind == ArgKind::i64 || l.args[a].kind == ArgKind::i32) << config.str();
+    EXPECT_EQ(l.args.back(),
+              (KernelArg{ArgKind::i32, 0, 0.0, config.at("cache_hint") == "streaming"}));
+  });
 }
 
 TEST(ConvTransposedGenerator, SourcesFollowTheKnobs) {
   const TaskSpec task = task_spec(72, Scale::kernelbench);  // strided, padded, grouped
-  const Generator& g = generator_for(72);
-  const KnobSpace space = g.space(task);
-  const Config expert = g.expert(task);
-  const Candidate base = g.generate(task, expert);
+  const Candidate base = testing::generate_with(task);
   EXPECT_TRUE(contains(base.source, "extern \"C\" __global__ void kbrl_convt_tiled("));
   EXPECT_TRUE(contains(base.source, "#define TO 4"));
   EXPECT_TRUE(contains(base.source, "#define TC 8"));
   EXPECT_TRUE(contains(base.source, "#define KBRL_SMEM_WEIGHTS 1"));
   EXPECT_TRUE(contains(base.source, "fmaf(a, b, c)"));
   EXPECT_FALSE(contains(base.source, "__half"));
-  auto with = [&](const TaskSpec& t, const char* overrides) {
-    const Generator& gt = generator_for(t.id);
-    return gt.generate(t, gt.space(t).with_overrides(gt.expert(t), Config::parse(overrides)));
-  };
+  const auto with = testing::generate_with;
   EXPECT_TRUE(contains(with(task, "precision=fp16_compute").source, "__hmul("));
   EXPECT_TRUE(contains(with(task, "variant=tiled_global").source, "#define KBRL_SMEM_WEIGHTS 0"));
   EXPECT_EQ(with(task, "variant=tiled_global").launches[0].shared_bytes, 0u);
@@ -199,14 +137,10 @@ TEST(ConvTransposedGenerator, SourcesFollowTheKnobs) {
   ASSERT_GE(v.size(), expect.size());
   EXPECT_EQ(std::vector<int64_t>(v.begin(), v.begin() + expect.size()), expect);
   // Task 73's groups=4 never reaches the module: one group, stride 2, padding 1.
-  const auto& a73 = generator_for(73).generate(task_spec(73, Scale::kernelbench),
-                                               generator_for(73).expert(task_spec(73, Scale::kernelbench)))
-                        .launches[0].args;
+  const auto a73 = with(task_spec(73, Scale::kernelbench), "").launches[0].args;
   EXPECT_EQ(a73[3].ivalue, 1);  // groups
   // 1-d task 79 runs as 3-d with unit leading dims: kernel (1, 1, 3), stride (1, 1, 2).
-  const auto& a79 = generator_for(79).generate(task_spec(79, Scale::kernelbench),
-                                               generator_for(79).expert(task_spec(79, Scale::kernelbench)))
-                        .launches[0].args;
+  const auto a79 = with(task_spec(79, Scale::kernelbench), "").launches[0].args;
   EXPECT_EQ(a79[13].ivalue, 1);
   EXPECT_EQ(a79[15].ivalue, 3);
   EXPECT_EQ(a79[18].ivalue, 2);
@@ -216,9 +150,7 @@ TEST(ConvTransposedGenerator, SourcesFollowTheKnobs) {
 // shapes are kernel arguments, so the small scale yields the same units (and is left out).
 // fp16_compute shows in the precision audit; fp32 shows nothing reduced.
 TEST(ConvTransposedGenerator, EveryConfigCompilesAndUnsafeOnesAreAudited) {
-  std::vector<TaskSpec> tasks;
-  for (int id : kConvTTasks) tasks.push_back(task_spec(id, Scale::kernelbench));
-  testing::expect_every_config_compiles(tasks, "conv_transposed");
+  testing::expect_every_config_compiles(testing::task_specs(kConvTTasks), "conv_transposed");
 }
 
 }  // namespace

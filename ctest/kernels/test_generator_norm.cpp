@@ -3,87 +3,42 @@
 // sources following the knobs, and every legal configuration compiled by NVRTC for sm_90a (no GPU
 // needed). Numerical correctness is checked on a GPU, not here: ctest/kernels/test_generator_gpu.cpp
 // runs the expert and two more safe configurations of every covered task through the evaluator.
-#include <algorithm>
-#include <map>
-#include <set>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "generator_testing.h"
 
 #include <kbrl/error.h>
-#include <kernels/candidate_file.h>
 #include <kernels/generator.h>
 #include <reference/task_registry.h>
 
 namespace kbrl {
 namespace {
 
-const std::vector<int> kNormTasks = {33, 34, 35, 36, 37, 38, 39, 40};
-const std::map<int, int64_t> kSizes = {{33, 432}, {34, 504}, {35, 504}, {36, 138},
-                                       {37, 108}, {38, 252}, {39, 252}, {40, 432}};
+using testing::contains;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-bool unsafe(const Config& c) {
-  return c.at("precision") != "fp32" || c.at("fast_math") != "off";
-}
+const testing::FamilySpec kNorm = {
+    .name = "norm",
+    .space_sizes = {{33, 432}, {34, 504}, {35, 504}, {36, 138},
+                    {37, 108}, {38, 252}, {39, 252}, {40, 432}},
+    .extra_knobs = {"stats"},
+    .foreign_tasks = {23},
+    .arg_kinds = {ArgKind::input, ArgKind::output, ArgKind::parameter, ArgKind::scratch,
+                  ArgKind::f32, ArgKind::i32, ArgKind::i64},
+    .round_trip_every = 41,
+};
 
 Candidate with(const TaskSpec& t, const char* overrides) {
-  const Generator& g = generator_for(t.id);
-  return g.generate(t, g.space(t).with_overrides(g.expert(t), Config::parse(overrides)));
+  return testing::generate_with(t, overrides);
 }
 
-TEST(NormGenerator, Coverage) {
-  for (int id : kNormTasks) EXPECT_EQ(generator_for(id).name(), "norm");
-  const std::vector<int> covered = covered_tasks();
-  for (int id : kNormTasks)
-    EXPECT_NE(std::find(covered.begin(), covered.end(), id), covered.end()) << id;
-  const Generator& g = generator_for(33);
-  for (int id = 1; id <= 100; ++id) EXPECT_EQ(g.covers(id), id >= 33 && id <= 40) << id;
-  EXPECT_THROW(g.space(task_spec(23, Scale::small)), InputError);
-  EXPECT_THROW(g.expert(task_spec(23, Scale::small)), InputError);
-}
+TEST(NormGenerator, Coverage) { testing::expect_coverage(kNorm); }
 
-TEST(NormGenerator, SpaceSizesTokensAndKnobNames) {
-  for (int id : kNormTasks) {
-    const TaskSpec task = task_spec(id, Scale::kernelbench);
-    const KnobSpace space = generator_for(id).space(task);
-    const int64_t size = space.size();
-    EXPECT_GE(size, 32) << id;
-    EXPECT_LE(size, 1024) << id;
-    EXPECT_EQ(size, kSizes.at(id)) << id;
-    for (const auto& k : space.knobs())
-      EXPECT_TRUE(is_canonical_knob(k.name) || k.name == "stats") << k.name;
-    const std::vector<Config> all = space.enumerate();
-    EXPECT_EQ(static_cast<int64_t>(all.size()), size);
-    EXPECT_EQ(generator_for(id).space(task_spec(id, Scale::small)).enumerate(), all) << id;
-    for (const Config& c : all) {
-      const std::vector<int> tokens = space.tokenize(c);
-      ASSERT_EQ(tokens.size(), space.knobs().size());
-      EXPECT_EQ(space.detokenize(tokens), c);
-      for (size_t k = 0; k < tokens.size(); ++k) {
-        const std::vector<bool> mask = space.legal_mask(std::span<const int>(tokens.data(), k));
-        EXPECT_TRUE(mask.at(static_cast<size_t>(tokens[k]))) << c.str() << " at " << k;
-      }
-    }
-  }
-}
+TEST(NormGenerator, SpaceSizesTokensAndKnobNames) { testing::expect_knob_spaces(kNorm); }
 
-TEST(NormGenerator, ExpertIsLegalAndSafe) {
-  for (int id : kNormTasks) {
-    for (const Scale scale : {Scale::kernelbench, Scale::small}) {
-      const TaskSpec task = task_spec(id, scale);
-      const Generator& g = generator_for(id);
-      const Config expert = g.expert(task);
-      EXPECT_TRUE(g.space(task).is_legal(expert)) << g.space(task).why_illegal(expert);
-      EXPECT_FALSE(unsafe(expert)) << expert.str();
-      EXPECT_TRUE(g.generate(task, expert).options.empty());
-    }
-  }
-}
+TEST(NormGenerator, ExpertIsLegalAndSafe) { testing::expect_expert_legal_and_safe(kNorm); }
 
 TEST(NormGenerator, RejectsIllegalConfigs) {
   const TaskSpec task = task_spec(34, Scale::small);
@@ -123,83 +78,41 @@ TEST(NormGenerator, RejectsIllegalConfigs) {
   EXPECT_NO_THROW(g.generate(t36, r));
   r.set("block", "512");  // 128 values per thread: at most 256 threads
   EXPECT_THROW(g.generate(t36, r), InputError);
-  EXPECT_THROW(g.generate(task_spec(23, Scale::small), g.expert(task)), InputError);
 }
 
-// Every argument is one of the task's tensors, declared scratch or a constant, with CUDA's grid
-// and block limits; x is never written (it is only ever passed as input 0).
-void check_plan(const TaskSpec& task, const Config& config, const Candidate& c) {
-  EXPECT_EQ(c.task_id, task.id);
-  ASSERT_FALSE(c.launches.empty());
-  EXPECT_EQ(c.options.empty(), config.at("fast_math") == "off");
-  bool writes_y = false;
-  for (const Launch& l : c.launches) {
-    EXPECT_GE(l.grid.x, 1u);
-    EXPECT_LE(static_cast<int64_t>(l.grid.x), 2147483647);
-    EXPECT_EQ(l.grid.y * l.grid.z, 1u);
-    EXPECT_EQ(l.block.x, config.integer("block"));
-    EXPECT_EQ(l.block.y * l.block.z, 1u);
-    EXPECT_EQ(l.shared_bytes, 0u);
-    for (const KernelArg& a : l.args) {
-      switch (a.kind) {
-        case ArgKind::input: EXPECT_EQ(a.index, 0); break;
-        case ArgKind::output:
-          EXPECT_EQ(a.index, 0);
-          writes_y = true;
-          break;
-        case ArgKind::parameter:
-          EXPECT_LT(static_cast<size_t>(a.index), task.parameters.size());
-          break;
-        case ArgKind::scratch:
-          EXPECT_LT(static_cast<size_t>(a.index), c.scratch.size());
-          break;
-        case ArgKind::task_scalar: ADD_FAILURE() << "no task scalars"; break;
-        default: break;
-      }
-    }
-  }
-  EXPECT_TRUE(writes_y);
-  for (const ScratchBuffer& s : c.scratch) EXPECT_GT(s.bytes, 0);
-}
-
+// One-dimensional launches of `block` threads without dynamic shared memory; x is never written
+// (it is only ever passed as input 0). A segment-wide plan is one launch; the others compute
+// per-chunk statistics into scratch (float2 per chunk), then apply them over the same chunks.
 TEST(NormGenerator, PlansUseOnlyTheTasksArguments) {
-  int64_t checked = 0;
-  for (const Scale scale : {Scale::kernelbench, Scale::small}) {
-    for (int id : kNormTasks) {
-      const TaskSpec task = task_spec(id, scale);
-      const Generator& g = generator_for(id);
-      const int64_t numel = task.inputs[0].numel();
-      for (const Config& config : g.space(task).enumerate()) {
-        const Candidate c = g.generate(task, config);
-        check_plan(task, config, c);
+  testing::expect_plans_use_only_task_arguments(
+      kNorm, [](const TaskSpec& task, const Config& config, const Candidate& c) {
+        EXPECT_EQ(task.inputs.size(), 1u);
+        EXPECT_EQ(task.outputs.size(), 1u);
+        for (const Launch& l : c.launches) {
+          EXPECT_EQ(l.grid.y * l.grid.z, 1u);
+          EXPECT_EQ(l.block.x, config.integer("block"));
+          EXPECT_EQ(l.block.y * l.block.z, 1u);
+          EXPECT_EQ(l.shared_bytes, 0u);
+        }
         const std::string variant = config.at("variant");
-        if (id == 36 || variant == "block_per_segment") {
+        if (task.id == 36 || variant == "block_per_segment") {
           EXPECT_EQ(c.launches.size(), 1u);
           EXPECT_TRUE(c.scratch.empty());
-        } else {
-          ASSERT_EQ(c.launches.size(), variant == "split" ? 3u : 2u);
-          EXPECT_EQ(c.launches[0].kernel, "kbrl_norm_stats");
-          EXPECT_EQ(c.launches.back().kernel,
-                    variant == "split" ? "kbrl_norm_apply" : "kbrl_norm_apply_inline");
-          // The stats and apply launches cover the same chunks; one float2 per chunk.
-          EXPECT_EQ(c.launches[0].grid.x, c.launches.back().grid.x);
-          ASSERT_EQ(c.scratch.size(), variant == "split" ? 2u : 1u);
-          EXPECT_EQ(c.scratch[0].bytes, 8 * static_cast<int64_t>(c.launches[0].grid.x));
-          // Chunks of at most block * vec * items_per_thread elements cover x.
-          const int64_t chunk = config.integer("block") * config.integer("vec") *
-                                config.integer("items_per_thread");
-          EXPECT_GE(static_cast<int64_t>(c.launches[0].grid.x) * chunk, numel);
+          return;
         }
-        if (checked++ % 41 == 0) {
-          const Candidate parsed =
-              parse_candidate_file(candidate_file_text(c, task, {"header"}), task, "gen.cu");
-          EXPECT_EQ(parsed.launches, c.launches);
-          EXPECT_EQ(parsed.scratch, c.scratch);
-          EXPECT_EQ(parsed.options, c.options);
-        }
-      }
-    }
-  }
+        ASSERT_EQ(c.launches.size(), variant == "split" ? 3u : 2u);
+        EXPECT_EQ(c.launches[0].kernel, "kbrl_norm_stats");
+        EXPECT_EQ(c.launches.back().kernel,
+                  variant == "split" ? "kbrl_norm_apply" : "kbrl_norm_apply_inline");
+        // The stats and apply launches cover the same chunks; one float2 per chunk.
+        EXPECT_EQ(c.launches[0].grid.x, c.launches.back().grid.x);
+        ASSERT_EQ(c.scratch.size(), variant == "split" ? 2u : 1u);
+        EXPECT_EQ(c.scratch[0].bytes, 8 * static_cast<int64_t>(c.launches[0].grid.x));
+        // Chunks of at most block * vec * items_per_thread elements cover x.
+        const int64_t chunk =
+            config.integer("block") * config.integer("vec") * config.integer("items_per_thread");
+        EXPECT_GE(static_cast<int64_t>(c.launches[0].grid.x) * chunk, task.inputs[0].numel());
+      });
 }
 
 TEST(NormGenerator, GeometryOfTheTasks) {
@@ -276,9 +189,7 @@ TEST(NormGenerator, SourcesFollowTheKnobs) {
 // audit, safe ones show nothing reduced. Sources do not depend on the scale (shapes are kernel
 // arguments, checked above), so the KernelBench scale covers every unit.
 TEST(NormGenerator, EveryConfigCompilesAndUnsafeOnesAreAudited) {
-  std::vector<TaskSpec> tasks;
-  for (int id : kNormTasks) tasks.push_back(task_spec(id, Scale::kernelbench));
-  testing::expect_every_config_compiles(tasks, "norm");
+  testing::expect_every_config_compiles(testing::task_specs(kNorm.tasks()), "norm");
 }
 
 }  // namespace

@@ -4,8 +4,6 @@
 // sm_90a (no GPU needed). Numerical correctness (output sizes, NaN propagation, padding, the
 // average's divisor) is checked on a GPU: ctest/kernels/test_generator_gpu.cpp runs every covered
 // task through the evaluator; this test does not check numbers on the CPU.
-#include <algorithm>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -14,77 +12,34 @@
 #include "generator_testing.h"
 
 #include <kbrl/error.h>
-#include <kernels/candidate_file.h>
 #include <kernels/generator.h>
 #include <reference/task_registry.h>
 
 namespace kbrl {
 namespace {
 
-const std::vector<int> kPoolingTasks = {41, 42, 43, 44, 45, 46};
+using testing::contains;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+const testing::FamilySpec kPooling = {
+    .name = "pooling",
+    .space_sizes = {{41, 288}, {42, 288}, {43, 288}, {44, 432}, {45, 432}, {46, 432}},
+    .arg_kinds = {ArgKind::input, ArgKind::output, ArgKind::i64},
+};
 
 bool is_max(int id) { return id <= 43; }
 
-bool unsafe(const Config& c) {
-  return c.at("precision") != "fp32" || c.at("fast_math") != "off" || c.at("tail") != "safe";
-}
+TEST(PoolingGenerator, Coverage) { testing::expect_coverage(kPooling); }
 
-TEST(PoolingGenerator, Coverage) {
-  for (int id : kPoolingTasks) EXPECT_EQ(generator_for(id).name(), "pooling");
-  const std::vector<int> covered = covered_tasks();
-  for (int id : kPoolingTasks)
-    EXPECT_NE(std::find(covered.begin(), covered.end(), id), covered.end()) << id;
-  const Generator& g = generator_for(41);
-  for (int id = 1; id <= 100; ++id) EXPECT_EQ(g.covers(id), id >= 41 && id <= 46) << id;
-  EXPECT_THROW(g.space(task_spec(19, Scale::small)), InputError);
-  EXPECT_THROW(g.expert(task_spec(19, Scale::small)), InputError);
-}
-
+// Max pooling has no arithmetic for fast-math: its configurations keep fast_math=off.
 TEST(PoolingGenerator, SpaceSizesTokensAndKnobNames) {
-  const std::map<int, int64_t> expected = {{41, 288}, {42, 288}, {43, 288},
-                                           {44, 432}, {45, 432}, {46, 432}};
-  for (int id : kPoolingTasks) {
-    const TaskSpec task = task_spec(id, Scale::kernelbench);
-    const KnobSpace space = generator_for(id).space(task);
-    const int64_t size = space.size();
-    EXPECT_GE(size, 32) << id;
-    EXPECT_LE(size, 1024) << id;
-    EXPECT_EQ(size, expected.at(id)) << id;
-    for (const auto& k : space.knobs()) EXPECT_TRUE(is_canonical_knob(k.name)) << k.name;
-    const std::vector<Config> all = space.enumerate();
-    EXPECT_EQ(static_cast<int64_t>(all.size()), size);
-    // The space does not depend on the scale.
-    EXPECT_EQ(generator_for(id).space(task_spec(id, Scale::small)).enumerate(), all) << id;
-    // Tokens round-trip, and every legal configuration's tokens are allowed by the masks.
-    for (const Config& c : all) {
-      const std::vector<int> tokens = space.tokenize(c);
-      ASSERT_EQ(tokens.size(), space.knobs().size());
-      EXPECT_EQ(space.detokenize(tokens), c);
-      for (size_t k = 0; k < tokens.size(); ++k) {
-        const std::vector<bool> mask = space.legal_mask(std::span<const int>(tokens.data(), k));
-        EXPECT_TRUE(mask.at(static_cast<size_t>(tokens[k]))) << c.str() << " at " << k;
-      }
-      if (is_max(id)) EXPECT_EQ(c.at("fast_math"), "off") << c.str();
-    }
-  }
+  testing::expect_knob_spaces(
+      kPooling, [](const TaskSpec& task, const KnobSpace&, const std::vector<Config>& all) {
+        if (!is_max(task.id)) return;
+        for (const Config& c : all) EXPECT_EQ(c.at("fast_math"), "off") << c.str();
+      });
 }
 
-TEST(PoolingGenerator, ExpertIsLegalAndSafe) {
-  for (int id : kPoolingTasks) {
-    for (const Scale scale : {Scale::kernelbench, Scale::small}) {
-      const TaskSpec task = task_spec(id, scale);
-      const Generator& g = generator_for(id);
-      const Config expert = g.expert(task);
-      EXPECT_TRUE(g.space(task).is_legal(expert)) << g.space(task).why_illegal(expert);
-      EXPECT_FALSE(unsafe(expert)) << expert.str();
-      EXPECT_TRUE(g.generate(task, expert).options.empty());
-    }
-  }
-}
+TEST(PoolingGenerator, ExpertIsLegalAndSafe) { testing::expect_expert_legal_and_safe(kPooling); }
 
 TEST(PoolingGenerator, RejectsIllegalConfigs) {
   const TaskSpec task = task_spec(44, Scale::small);
@@ -101,67 +56,51 @@ TEST(PoolingGenerator, RejectsIllegalConfigs) {
   c = g.expert(t41);
   c.set("fast_math", "on");
   EXPECT_THROW(g.generate(t41, c), InputError);
-  EXPECT_THROW(g.generate(task_spec(19, Scale::small), g.expert(task)), InputError);
 }
 
+// One launch over the output (direct, or through a shared-memory input tile): x, y, the number of
+// planes, then (d, h, w) of the input and of the output (and the tile's input rows).
 TEST(PoolingGenerator, PlansUseOnlyTheTasksArguments) {
-  int64_t checked = 0;
-  for (const Scale scale : {Scale::kernelbench, Scale::small}) {
-    for (int id : kPoolingTasks) {
-      const TaskSpec task = task_spec(id, scale);
-      const Generator& g = generator_for(id);
-      const auto& in = task.inputs[0].shape;
-      const auto& out = task.outputs[0].shape;
-      ASSERT_EQ(in.size(), out.size());
-      const int64_t planes = in[0] * in[1];
-      for (const Config& config : g.space(task).enumerate()) {
-        const Candidate c = g.generate(task, config);
-        EXPECT_EQ(c.task_id, id);
-        ASSERT_EQ(c.launches.size(), 1u);
-        const Launch& l = c.launches[0];
-        const bool tile = config.at("variant") == "smem_tile";
-        EXPECT_EQ(l.kernel, tile ? "kbrl_pool_tile" : "kbrl_pool");
-        EXPECT_EQ(l.block.x, config.integer("block"));
-        EXPECT_EQ(l.block.y * l.block.z * l.grid.y * l.grid.z, 1u);
-        EXPECT_GE(l.grid.x, 1u);
-        EXPECT_LE(l.grid.x, 2147483647u);
-        if (config.at("grid") == "waves") {
-          EXPECT_LE(static_cast<int64_t>(l.grid.x) * config.integer("block"), 2 * 132 * 2048);
-        }
-        if (tile) {
-          EXPECT_GT(l.shared_bytes, 0u);
-          EXPECT_LE(l.shared_bytes, 128u * 1024u);
-        } else {
-          EXPECT_EQ(l.shared_bytes, 0u);
-          if (config.at("grid") == "exact") {
-            const int64_t per_block = config.integer("block") * config.integer("items_per_thread");
-            EXPECT_EQ(static_cast<int64_t>(l.grid.x),
-                      (task.outputs[0].numel() + per_block - 1) / per_block);
-          }
-        }
-        EXPECT_TRUE(c.scratch.empty());
-        ASSERT_EQ(l.args.size(), tile ? 10u : 9u);
-        EXPECT_EQ(l.args[0], (KernelArg{ArgKind::input, 0}));
-        EXPECT_EQ(l.args[1], (KernelArg{ArgKind::output, 0}));
-        EXPECT_EQ(l.args[2], (KernelArg{ArgKind::i64, 0, 0.0, planes}));
-        // (d, h, w) of the input, then of the output; 1 for dimensions the task does not have.
-        const size_t nd = in.size() - 2;
-        for (size_t a = 0; a < 3; ++a) {
-          const int64_t iv = a < 3 - nd ? 1 : in[2 + a - (3 - nd)];
-          const int64_t ov = a < 3 - nd ? 1 : out[2 + a - (3 - nd)];
-          EXPECT_EQ(l.args[3 + a], (KernelArg{ArgKind::i64, 0, 0.0, iv})) << id << " " << a;
-          EXPECT_EQ(l.args[6 + a], (KernelArg{ArgKind::i64, 0, 0.0, ov})) << id << " " << a;
-        }
-        EXPECT_EQ(c.options.empty(), config.at("fast_math") == "off");
-        if (checked++ % 37 == 0) {
-          const Candidate parsed =
-              parse_candidate_file(candidate_file_text(c, task, {"header"}), task, "gen.cu");
-          EXPECT_EQ(parsed.launches, c.launches);
-          EXPECT_EQ(parsed.options, c.options);
-        }
+  testing::expect_plans_use_only_task_arguments(kPooling, [](const TaskSpec& task,
+                                                              const Config& config,
+                                                              const Candidate& c) {
+    const auto& in = task.inputs[0].shape;
+    const auto& out = task.outputs[0].shape;
+    ASSERT_EQ(in.size(), out.size());
+    const int64_t planes = in[0] * in[1];
+    ASSERT_EQ(c.launches.size(), 1u);
+    const Launch& l = c.launches[0];
+    const bool tile = config.at("variant") == "smem_tile";
+    EXPECT_EQ(l.kernel, tile ? "kbrl_pool_tile" : "kbrl_pool");
+    EXPECT_EQ(l.block.x, config.integer("block"));
+    EXPECT_EQ(l.block.y * l.block.z * l.grid.y * l.grid.z, 1u);
+    if (config.at("grid") == "waves") {
+      EXPECT_LE(static_cast<int64_t>(l.grid.x) * config.integer("block"), 2 * 132 * 2048);
+    }
+    if (tile) {
+      EXPECT_GT(l.shared_bytes, 0u);
+      EXPECT_LE(l.shared_bytes, 128u * 1024u);
+    } else {
+      EXPECT_EQ(l.shared_bytes, 0u);
+      if (config.at("grid") == "exact") {
+        const int64_t per_block = config.integer("block") * config.integer("items_per_thread");
+        EXPECT_EQ(static_cast<int64_t>(l.grid.x),
+                  (task.outputs[0].numel() + per_block - 1) / per_block);
       }
     }
-  }
+    ASSERT_EQ(l.args.size(), tile ? 10u : 9u);
+    EXPECT_EQ(l.args[0], (KernelArg{ArgKind::input, 0}));
+    EXPECT_EQ(l.args[1], (KernelArg{ArgKind::output, 0}));
+    EXPECT_EQ(l.args[2], (KernelArg{ArgKind::i64, 0, 0.0, planes}));
+    // (d, h, w) of the input, then of the output; 1 for dimensions the task does not have.
+    const size_t nd = in.size() - 2;
+    for (size_t a = 0; a < 3; ++a) {
+      const int64_t iv = a < 3 - nd ? 1 : in[2 + a - (3 - nd)];
+      const int64_t ov = a < 3 - nd ? 1 : out[2 + a - (3 - nd)];
+      EXPECT_EQ(l.args[3 + a], (KernelArg{ArgKind::i64, 0, 0.0, iv})) << task.id << " " << a;
+      EXPECT_EQ(l.args[6 + a], (KernelArg{ArgKind::i64, 0, 0.0, ov})) << task.id << " " << a;
+    }
+  });
 }
 
 TEST(PoolingGenerator, OutputSizesAreTorchs) {
@@ -183,11 +122,7 @@ TEST(PoolingGenerator, OutputSizesAreTorchs) {
 TEST(PoolingGenerator, SourcesFollowTheKnobs) {
   const TaskSpec task = task_spec(42, Scale::kernelbench);
   const Generator& g = generator_for(42);
-  const KnobSpace space = g.space(task);
-  auto with = [&](const TaskSpec& t, const char* overrides) {
-    const Generator& gen = generator_for(t.id);
-    return gen.generate(t, gen.space(t).with_overrides(gen.expert(t), Config::parse(overrides)));
-  };
+  const auto with = testing::generate_with;
   const Candidate base = g.generate(task, g.expert(task));
   EXPECT_TRUE(contains(base.source, "kbrl_pool_tile"));
   EXPECT_TRUE(contains(base.source, "constexpr int KH = 4, SH = 1, PH = 1, LH = 1;"));
@@ -238,9 +173,7 @@ TEST(PoolingGenerator, SourcesFollowTheKnobs) {
 // scale's sources are the KernelBench scale's (checked above) and only that scale is compiled.
 // Unsafe configurations show in the precision audit; safe ones show nothing reduced.
 TEST(PoolingGenerator, EveryConfigCompilesAndUnsafeOnesAreAudited) {
-  std::vector<TaskSpec> tasks;
-  for (int id : kPoolingTasks) tasks.push_back(task_spec(id, Scale::kernelbench));
-  testing::expect_every_config_compiles(tasks, "pooling");
+  testing::expect_every_config_compiles(testing::task_specs(kPooling.tasks()), "pooling");
 }
 
 }  // namespace

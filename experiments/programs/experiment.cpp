@@ -35,7 +35,7 @@ ExperimentBudget experiment_budget(const std::string& name) {
     b.sdpo_seeds = {42};
     b.ablation_steps = {1, 2};
     b.ablation_k = {2, 4};
-    b.ablation_temperatures = {0.25, 0.7};
+    b.ablation_temperatures = {1.0, 2.8};
     b.lr_factors = {1.0, 0.1};
     return b;
   }
@@ -54,7 +54,7 @@ ExperimentBudget experiment_budget(const std::string& name) {
     b.probe_steps = 1;
     b.ablation_steps = {1};
     b.ablation_k = {2};
-    b.ablation_temperatures = {0.25};
+    b.ablation_temperatures = {1.0};
     return b;
   }
   throw InputError(fmt::format("unknown budget '{}' (smoke, paper, tiny)", name));
