@@ -26,7 +26,7 @@ uint64_t hash_text(uint64_t seed, std::string_view text) {
 double normal_of(uint64_t h) {
   uint64_t s = h;
   const double u1 = (static_cast<double>(splitmix64(s) >> 11) + 0.5) * 0x1.0p-53;
-  const double u2 = static_cast<double>(splitmix64(s) >> 11) * 0x1.0p-53;
+  const double u2 = splitmix64_uniform01(s);
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
 }
 

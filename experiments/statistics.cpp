@@ -77,7 +77,7 @@ uint64_t SplitMix64::uniform_below(uint64_t bound) {
   }
 }
 
-double SplitMix64::uniform01() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+double SplitMix64::uniform01() { return splitmix64_uniform01(state_); }
 
 double mean_difference(const std::vector<double>& a, const std::vector<double>& b) {
   KBRL_CHECK_INPUT(a.size() == b.size() && !a.empty(),

@@ -14,10 +14,6 @@
 namespace kbrl {
 namespace {
 
-double uniform01(uint64_t& state) {
-  return static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
-}
-
 uint64_t stream_seed(uint64_t seed, int task_id) {
   uint64_t s = seed ^ (0xD1B54A32D192ED03ULL * static_cast<uint64_t>(task_id + 1));
   splitmix64(s);
@@ -96,7 +92,7 @@ std::vector<Sample> sample_by(const TaskSpec& task, int n, double temperature, u
       const std::vector<double> p = next(s.tokens);
       const int t = temperature == 0
                         ? static_cast<int>(std::max_element(p.begin(), p.end()) - p.begin())
-                        : draw_index(p, uniform01(state));
+                        : draw_index(p, splitmix64_uniform01(state));
       s.tokens.push_back(t);
       s.logprobs.push_back(temperature == 0 ? 0.0 : log_of(p[static_cast<size_t>(t)]));
     }

@@ -37,11 +37,9 @@ torch::Tensor uniform_tensor(std::vector<int64_t> shape, double bound, uint64_t&
   for (int64_t d : shape) n *= d;
   std::vector<float> v(static_cast<size_t>(n));
   for (float& x : v)
-    x = static_cast<float>((static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53 * 2 - 1) * bound);
+    x = static_cast<float>((splitmix64_uniform01(state) * 2 - 1) * bound);
   return torch::from_blob(v.data(), shape, torch::kFloat32).clone();
 }
-
-double uniform01(uint64_t& state) { return static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53; }
 
 /// One task's decoding tables: its features and, per knob, the embedding rows of its name and of
 /// its values.
@@ -252,9 +250,11 @@ struct SchedulePolicy::Impl {
     std::vector<torch::Tensor> mask;        // per knob: [n, V_k]
   };
 
-  /// Teacher-forced scoring of given sequences of one task.
+  /// Teacher-forced scoring of given sequences of one task. `known_masks`: the masks of an earlier score() of the same sequences (they depend on the
+  /// tokens only), so scoring them again under the reference skips the legality look-ahead.
   Scored score(const TaskSpec& task, const std::vector<std::vector<int>>& tokens, double temperature,
-               bool use_adapter, const std::vector<const TeacherContext*>* contexts = nullptr) {
+               bool use_adapter, const std::vector<const TeacherContext*>* contexts = nullptr,
+               const std::vector<torch::Tensor>* known_masks = nullptr) {
     KBRL_CHECK_INPUT(temperature > 0, "scoring needs a temperature > 0 (got {})", temperature);
     const KnobSpace& space = knob_space_of(task);
     for (const auto& seq : tokens) space.detokenize(seq);  // InputError for an illegal sequence
@@ -277,7 +277,7 @@ struct SchedulePolicy::Impl {
       std::vector<int64_t> chosen;
       for (const auto& seq : tokens) chosen.push_back(seq[k]);
       const torch::Tensor idx = torch::tensor(chosen, torch::kInt64).to(device);
-      const torch::Tensor mask = masks(space, tokens, k);
+      const torch::Tensor mask = known_masks ? known_masks->at(k) : masks(space, tokens, k);
       const torch::Tensor log_dist = masked_log_softmax(logits, mask, temperature);
       out.logp.push_back(log_dist.gather(1, idx.unsqueeze(1)).squeeze(1));
       out.log_dist.push_back(log_dist);
@@ -355,7 +355,7 @@ std::vector<Sample> SchedulePolicy::sample(const TaskSpec& task, int n, double t
         for (int v = 0; v < V; ++v)
           if (lm[i * V + v] && (pick < 0 || row[v] > row[pick])) pick = v;
       } else {
-        const double u = uniform01(states[static_cast<size_t>(i)]);
+        const double u = splitmix64_uniform01(states[static_cast<size_t>(i)]);
         double acc = 0;
         for (int v = 0; v < V; ++v) {
           if (!lm[i * V + v]) continue;
@@ -466,7 +466,7 @@ BatchTerms SchedulePolicy::Impl::batch_terms(const std::vector<TrainItem>& batch
     const bool want_ref = !m.lora.empty();
     if (want_ref) {
       torch::NoGradGuard no_grad;
-      ref = m.score(task, seqs, config.temperature, false);
+      ref = m.score(task, seqs, config.temperature, false, nullptr, &scored.mask);
     }
     const int64_t n = static_cast<int64_t>(idx.size());
     const size_t K = scored.logp.size();

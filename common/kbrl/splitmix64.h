@@ -14,4 +14,9 @@ inline uint64_t splitmix64(uint64_t& state) {
   return z ^ (z >> 31);
 }
 
+/// A uniform double in [0, 1) from the top 53 bits of the next draw.
+inline double splitmix64_uniform01(uint64_t& state) {
+  return static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
+}
+
 }  // namespace kbrl

@@ -46,7 +46,7 @@ std::string equivalent_k(const std::vector<std::pair<double, double>>& curve, do
       return cell(std::exp(std::log(k0) + t * (std::log(k1) - std::log(k0))));
     }
   }
-  return ">" + cell(curve.back().first);
+  return fmt::format(">{}", cell(curve.back().first));
 }
 
 void ttt(ExperimentContext& ctx) {
@@ -162,8 +162,8 @@ void robustness(ExperimentContext& ctx) {
     c.steps = 1;  // the report compares BoA step 1
     const TttResult r = run_ttt(*policy, *ctx.env, c, &steps, nullptr, {}, ctx.progress);
     for (int id : tasks) {
-      const double base = fast_fraction(rollouts_of_task(r.rollouts.at(0), id));
-      const double boa = r.rollouts.size() > 1 ? fast_fraction(rollouts_of_task(r.rollouts.at(1), id)) : base;
+      const double base = score_rollouts(rollouts_of_task(r.rollouts.at(0), id)).fast_1;
+      const double boa = r.rollouts.size() > 1 ? score_rollouts(rollouts_of_task(r.rollouts.at(1), id)).fast_1 : base;
       const double bn = bon.count(id) ? bon.at(id) : 0.0;
       table.row({subset, cell(id), cell(base), cell(bn), cell(boa), cell(boa - bn),
                  boa > bn ? "boa" : (boa < bn ? "best_of_n" : "tie")});
@@ -189,8 +189,8 @@ void transfer(ExperimentContext& ctx) {
     std::vector<Rollout> a, d;
     for (const auto& t : base_rollouts) a.insert(a.end(), t.begin(), t.end());
     for (const auto& t : adapted_rollouts) d.insert(d.end(), t.begin(), t.end());
-    table.row({subsets[from].first, subsets[to].first, cell(fast_fraction(a)), cell(fast_fraction(d)),
-               cell(fast_fraction(d) - fast_fraction(a))});
+    const double before = score_rollouts(a).fast_1, after = score_rollouts(d).fast_1;
+    table.row({subsets[from].first, subsets[to].first, cell(before), cell(after), cell(after - before)});
   }
 }
 

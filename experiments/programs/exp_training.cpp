@@ -2,11 +2,12 @@
 // Appendix B) and policy_sweep (the GRPO report's Table 3).
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include <experiments/algorithms.h>
 #include <experiments/report_schemas.h>
+#include <experiments/run_setup.h>
 #include <experiments/schemas.h>
-#include <kbrl/error.h>
-#include <kernels/generator.h>
 #include <policies/baseline_policies.h>
 #include <reference/splits.h>
 #include <reference/task_registry.h>
@@ -16,18 +17,9 @@
 namespace kbrl {
 namespace {
 
-std::vector<int> covered(const std::vector<int>& ids) {
-  const std::vector<int> all = covered_tasks();
-  std::vector<int> out;
-  for (int id : ids)
-    if (std::find(all.begin(), all.end(), id) != all.end()) out.push_back(id);
-  return out;
-}
-
 void base_policy(ExperimentContext& ctx) {
   const ExperimentBudget& b = ctx.budget;
-  const std::vector<int> tasks = b.train_tasks.empty() ? covered(split("train").ids) : b.train_tasks;
-  KBRL_CHECK_INPUT(!tasks.empty(), "base_policy: no covered train task");
+  const std::vector<int> tasks = covered_only(b.train_tasks.empty() ? split("train").ids : b.train_tasks, ctx.progress);
   const auto checkpoints = ctx.dir / "checkpoints";
   std::filesystem::create_directories(checkpoints);
 
@@ -88,8 +80,7 @@ struct PolicyEntry {
 
 void policy_sweep(ExperimentContext& ctx) {
   const ExperimentBudget& b = ctx.budget;
-  const std::vector<int> tasks = b.sweep_tasks.empty() ? covered(split("eval").ids) : covered(b.sweep_tasks);
-  KBRL_CHECK_INPUT(!tasks.empty(), "policy_sweep: no covered eval task");
+  const std::vector<int> tasks = covered_only(b.sweep_tasks.empty() ? split("eval").ids : b.sweep_tasks, ctx.progress);
   UniformPolicy uniform;
   HeuristicPolicy heuristic(0.25);
   SchedulePolicy untrained;
@@ -124,13 +115,6 @@ void policy_sweep(ExperimentContext& ctx) {
 }
 
 }  // namespace
-
-double fast_fraction(const std::vector<Rollout>& rollouts) {
-  if (rollouts.empty()) return 0.0;
-  double fast = 0;
-  for (const Rollout& r : rollouts) fast += r.fast();
-  return fast / static_cast<double>(rollouts.size());
-}
 
 std::vector<Rollout> rollouts_of_task(const std::vector<Rollout>& rollouts, int task_id) {
   std::vector<Rollout> out;

@@ -12,6 +12,7 @@
 #include <harness/evaluator.h>
 #include <harness/gpu_session.h>
 #include <harness/rollout_log.h>
+#include <experiments/run_setup.h>
 #include <kbrl/error.h>
 
 #include "experiment.h"
@@ -75,11 +76,12 @@ int run(const Options& o) {
                   experiment.name.c_str(), reason.c_str());
       return kSkipped;
     }
-    EvalSettings s;
-    s.scale = ctx.scale;
-    s.mode = parse_timing_mode(o.mode);
-    s.atol = s.rtol = parse_tolerance(o.tolerance);
-    s.cache_dir = std::filesystem::path(o.results) / "compile_cache";
+    EvalFlags flags;
+    flags.scale = std::string(to_string(ctx.scale));
+    flags.mode = o.mode;
+    flags.tolerance = o.tolerance;
+    EvalSettings s = eval_settings(flags);
+    s.cache_dir = std::filesystem::path(o.results) / "compile_cache";  // shared by the experiments' runs
     if (const char* w = std::getenv("KBRL_WORKER"); w == nullptr || *w == 0) s.worker_program = KBRL_CLI;
     evaluator = std::make_unique<Evaluator>(s);
     std::filesystem::create_directories(ctx.dir);

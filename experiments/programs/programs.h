@@ -11,9 +11,7 @@ std::vector<Experiment> search_experiments();        // best_of_n, selection, le
 std::vector<Experiment> adaptation_experiments();    // ttt, oversharpening, robustness, transfer, lr_sweep
 std::vector<Experiment> distillation_experiments();  // sdpo, ablations
 
-/// Per-task fractions and overall summaries shared by the groups.
-double fast_fraction(const std::vector<Rollout>& rollouts);
-/// The mean of per-task fast fractions of a trajectory step's rollouts for one task.
+/// The rollouts of one task among a step's rollouts (all tasks), in order.
 std::vector<Rollout> rollouts_of_task(const std::vector<Rollout>& rollouts, int task_id);
 
 }  // namespace kbrl
