@@ -56,7 +56,7 @@ void base_policy(ExperimentContext& ctx) {
   CsvTable eval(ctx.dir / "rlvr_eval.csv", schemas::training_steps());
   auto evaluate_all_tasks = [&](int stage) {
     std::vector<Rollout> all;
-    for (const auto& per_task : sample_and_evaluate(ctx, policy, "schedule", tasks, b.rlvr_group, b.temperature,
+    for (const auto& per_task : sample_and_evaluate(ctx, policy, "schedule", tasks, b.rlvr_eval_k, b.temperature,
                                                     99, nullptr, stage == 0 ? "before_rlvr" : "after_rlvr"))
       all.insert(all.end(), per_task.begin(), per_task.end());
     StepMetrics m = score_rollouts(all);

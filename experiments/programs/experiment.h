@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include <experiments/environment.h>
 #include <experiments/training_loops.h>
 #include <policies/schedule_policy.h>
@@ -30,6 +32,7 @@ struct ExperimentBudget {
   int rlvr_tasks_per_batch = 8;
   int rlvr_group = 8;
   double rlvr_learning_rate = 3e-3;
+  int rlvr_eval_k = 8;  // samples per train task in the before/after comparison (same seeds)
   std::vector<int> train_tasks;  // empty: the train split (covered tasks)
   // search
   int bon_k = 64;
@@ -59,6 +62,8 @@ struct ExperimentBudget {
 /// "smoke" (minutes on one GPU), "paper" (the reports' settings) or "tiny" (CPU plumbing tests
 /// with the synthetic environment). Throws InputError naming the budgets.
 ExperimentBudget experiment_budget(const std::string& name);
+/// Every field of a budget, for the settings.json each experiment writes next to its CSVs.
+nlohmann::json budget_json(const ExperimentBudget& b);
 
 struct ExperimentContext {
   std::string experiment;

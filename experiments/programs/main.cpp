@@ -97,7 +97,8 @@ int run(const Options& o) {
                                {"budget", o.budget},           {"env", o.env},
                                {"scale", std::string(to_string(ctx.scale))},
                                {"mode", o.mode},               {"tolerance", o.tolerance},
-                               {"kbrl_version", std::string(kbrl_version())}};
+                               {"kbrl_version", std::string(kbrl_version())},
+                               {"settings", budget_json(ctx.budget)}};
     if (evaluator) settings["device"] = evaluator->device().name;
     std::ofstream(ctx.dir / "settings.json") << settings.dump(2) << "\n";
   }
