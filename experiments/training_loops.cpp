@@ -5,8 +5,6 @@
 #include <cmath>
 #include <map>
 
-#include <unistd.h>
-
 #include <kbrl/error.h>
 #include <kbrl/splitmix64.h>
 #include <reference/task_registry.h>
@@ -191,17 +189,12 @@ TttResult run_ttt(TrainablePolicy& policy, Environment& env, const TttConfig& c,
 
   TttResult result;
   std::vector<double> scores;
-  std::map<int, std::filesystem::path> saved;  // step -> adapter file
-  const auto adapter_file = [&](int step) {
-    return adapter_dir.empty()
-               ? std::filesystem::temp_directory_path() / fmt::format("kbrl-ttt-{}-{}.pt", ::getpid(), step)
-               : adapter_dir / fmt::format("adapter_step_{}.pt", step);
-  };
+  std::map<int, std::string> saved;  // step -> the adapter it was evaluated with (BoA restores one)
   for (int step = 0; step <= c.steps; ++step) {
     const auto start = Clock::now();
     Budget budget;
-    policy.save_adapter(adapter_file(step));
-    saved[step] = adapter_file(step);
+    saved[step] = policy.adapter_state();
+    if (!adapter_dir.empty()) policy.save_adapter(adapter_dir / fmt::format("adapter_step_{}.pt", step));
     std::vector<Rollout> all;
     std::vector<TrainItem> batch;
     for (const TaskSpec& task : tasks) {
@@ -254,9 +247,7 @@ TttResult run_ttt(TrainablePolicy& policy, Environment& env, const TttConfig& c,
     if (stop) break;
   }
   result.boa = best_of_adaptation(scores, c.patience);
-  policy.load_adapter(saved.at(result.boa.best_step));
-  if (adapter_dir.empty())
-    for (const auto& [step, file] : saved) std::filesystem::remove(file);
+  policy.restore_adapter(saved.at(result.boa.best_step));
   return result;
 }
 

@@ -106,8 +106,8 @@ struct TttResult {
 /// Test-time training from the policy's current weights: a fresh LoRA adapter, then per step:
 /// sample k per task, evaluate, record, update (GRPO over the batch, or SDPO). Best-of-Adaptation
 /// picks the step of highest in-batch fast_1 (no extra rollouts); with patience > 0 the run stops
-/// early. At the end the adapter of the BoA step is loaded (adapters of every step are kept in
-/// `adapter_dir` when not empty, else in memory).
+/// early. Every step's adapter is kept in memory and, when `adapter_dir` is not empty, written
+/// there (adapter_step_N.pt); at the end the adapter of the BoA step is restored.
 TttResult run_ttt(TrainablePolicy& policy, Environment& env, const TttConfig& config,
                   CsvTable* steps_csv, CsvTable* task_csv, const std::filesystem::path& adapter_dir,
                   const Progress& progress = {});

@@ -157,6 +157,10 @@ class TrainablePolicy : public Policy {
   virtual void load_base(const std::filesystem::path& file) = 0;
   virtual void save_adapter(const std::filesystem::path& file) const = 0;
   virtual void load_adapter(const std::filesystem::path& file) = 0;
+  /// The adapter in memory (the archive save_adapter writes), and back: what Best-of-Adaptation
+  /// keeps of every step without touching the disk. Restoring resets the optimizer state.
+  virtual std::string adapter_state() const = 0;
+  virtual void restore_adapter(const std::string& state) = 0;
 };
 
 }  // namespace kbrl

@@ -62,6 +62,8 @@ class SchedulePolicy final : public TrainablePolicy {
   void load_base(const std::filesystem::path& file) override;
   void save_adapter(const std::filesystem::path& file) const override;
   void load_adapter(const std::filesystem::path& file) override;
+  std::string adapter_state() const override;
+  void restore_adapter(const std::string& state) override;
 
   const ScheduleNetConfig& config() const;
 

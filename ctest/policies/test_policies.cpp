@@ -201,6 +201,44 @@ TEST(SchedulePolicy, CheckpointsRoundTripBaseAndAdapterApart) {
   std::filesystem::remove(adapter_file);
 }
 
+TEST(SchedulePolicy, AdapterStateRestoresAnEarlierAdapterInMemory) {
+  SchedulePolicy policy({.seed = 5});
+  policy.add_adapter({.rank = 2, .alpha = 4}, 1);
+  policy.set_optimizer({.learning_rate = 0.05});
+  const TaskSpec task = small(47);
+  SyntheticEnvironment env(1);
+  std::vector<std::vector<int>> tokens;
+  for (const auto& s : policy.sample(task, 8, 1.0, 2)) tokens.push_back(s.tokens);
+  const std::string before = policy.adapter_state();
+  const auto logp_before = policy.logprob(task, tokens, 1.0);
+  for (int step = 0; step < 3; ++step) {
+    const auto group = env.evaluate(task, policy.sample(task, 8, 1.0, static_cast<uint64_t>(step)), "t");
+    std::vector<double> rewards;
+    for (const auto& r : group) rewards.push_back(r.reward);
+    policy.update(grpo_items(task, group, group_advantages(rewards, true)), {});
+  }
+  ASSERT_NE(policy.logprob(task, tokens, 1.0), logp_before);  // the updates moved the adapter
+  policy.restore_adapter(before);
+  EXPECT_EQ(policy.logprob(task, tokens, 1.0), logp_before);
+  // The state and the file hold the same adapter: a policy loading either scores alike.
+  const auto file = temp_file("adapter_state.pt");
+  policy.save_adapter(file);
+  const std::string now = policy.adapter_state();
+  SchedulePolicy from_file({.seed = 5}), from_state({.seed = 5});
+  from_file.load_adapter(file);
+  from_state.restore_adapter(now);
+  EXPECT_EQ(from_file.logprob(task, tokens, 1.0), logp_before);
+  EXPECT_EQ(from_state.logprob(task, tokens, 1.0), logp_before);
+  std::filesystem::remove(file);
+  // Garbage is refused with a clear error and leaves the adapter as it was.
+  EXPECT_THROW(policy.restore_adapter("not an archive"), InputError);
+  EXPECT_THROW(policy.restore_adapter(""), InputError);
+  EXPECT_EQ(policy.logprob(task, tokens, 1.0), logp_before);
+  SchedulePolicy other({.hidden = 32});
+  other.add_adapter({.rank = 2, .alpha = 4}, 1);
+  EXPECT_THROW(other.restore_adapter(before), InputError);
+}
+
 TEST(Grpo, GroupAdvantages) {
   const auto a = group_advantages({1, 2, 3, 4}, false);
   EXPECT_EQ(a, (std::vector<double>{-1.5, -0.5, 0.5, 1.5}));
@@ -345,7 +383,21 @@ TEST(Ttt, RunsWithBoaAndEarlyStoppingOnSyntheticRewards) {
   for (const auto& s : r.steps) scores.push_back(s.fast_1);
   EXPECT_EQ(r.boa.best_step, best_of_adaptation(scores, 0).best_step);
   EXPECT_TRUE(policy.has_adapter());  // the BoA step's adapter is loaded
-  // The loaded adapter is the BoA step's: its samples at that step's seed repeat that step's.
+  // The loaded adapter is the BoA step's: it scores that step's samples as they were scored when
+  // drawn (and, where the BoA step is not the last, unlike the last step's adapter).
+  const auto& boa_rollouts = r.rollouts.at(static_cast<size_t>(r.boa.best_step));
+  for (const int id : c.tasks) {
+    std::vector<std::vector<int>> tokens;
+    std::vector<std::vector<double>> drawn;
+    for (const Rollout& ro : boa_rollouts)
+      if (ro.sample.task_id == id) {
+        tokens.push_back(ro.sample.tokens);
+        drawn.push_back(ro.sample.logprobs);
+      }
+    const auto now = policy.logprob(task_spec(id, Scale::small), tokens, c.temperature);
+    for (size_t i = 0; i < tokens.size(); ++i)
+      for (size_t k = 0; k < tokens[i].size(); ++k) EXPECT_NEAR(now[i][k], drawn[i][k], 1e-5);
+  }
   c.patience = 1;
   c.update = TttUpdate::sdpo;
   const TttResult s = run_ttt(policy, env, c, nullptr, nullptr, {});
