@@ -6,6 +6,9 @@
 
 #include <kbrl/error.h>
 
+#include "device_snippets.h"
+#include "family_common.h"
+
 namespace kbrl {
 namespace {
 
@@ -244,8 +247,7 @@ struct Shape {
 };
 
 Shape check_task(const TaskSpec& task) {
-  KBRL_CHECK_INPUT(task.id == kTaskId, "the attention generator does not cover task {} ({})",
-                   task.id, task.name);
+  check_covered(task.id == kTaskId, "attention", task);
   KBRL_CHECK_INPUT(task.inputs.size() == 3 && task.outputs.size() == 1,
                    "task {}: expected Q, K, V and one output", task.id);
   const auto& shape = task.inputs[0].shape;
@@ -278,17 +280,11 @@ std::string source_of(const Config& c) {
       half ? 1 : 0, fast ? 1 : 0, c.at("stages"), c.at("tile_m"), c.at("tile_n"), c.at("tile_k"),
       c.at("stages"), kThreadTile, kThreadTile);
   // The softmax's math (intrinsics only in fast_math units: the audit reads the source's text).
-  if (fast)
-    s += "__device__ __forceinline__ float k_exp(float d) { return __expf(d); }\n"
-         "__device__ __forceinline__ float k_div(float a, float b) { return __fdividef(a, b); }\n";
-  else
-    s += "__device__ __forceinline__ float k_exp(float d) { return expf(d); }\n"
-         "__device__ __forceinline__ float k_div(float a, float b) { return a / b; }\n";
+  const FloatMath math = fast ? FloatMath::fast : FloatMath::exact;
+  s += k_exp_helper(math, "d") + k_div_helper(math);
   s += kDevice;
   return s;
 }
-
-KernelArg i64_arg(int64_t v) { return KernelArg{ArgKind::i64, 0, 0.0, v}; }
 
 class AttentionGenerator final : public Generator {
  public:
@@ -314,19 +310,13 @@ class AttentionGenerator final : public Generator {
                    "products and sums)"})
         .add_knob({"fast_math", {"off", "on"},
                    "on (unsafe): __expf/__fdividef in the softmax and --use_fast_math"});
-    space.add_constraint({"fast_math=on requires precision=fp32 (one unsafe precision knob at a time)",
-                          {"precision", "fast_math"},
-                          [](const Config& c) {
-                            return c.at("fast_math") == "off" || c.at("precision") == "fp32";
-                          }});
+    space.add_constraint(fast_math_needs_fp32());
     return space;
   }
 
   Candidate generate(const TaskSpec& task, const Config& given) const override {
     const Shape sh = check_task(task);
-    const KnobSpace knobs = space(task);
-    knobs.check(given);
-    const Config config = knobs.with_overrides(given, {});
+    const Config config = checked_config(space(task), given);
     const int64_t bm = config.integer("tile_m"), bn = config.integer("tile_n");
     const uint32_t threads = static_cast<uint32_t>(bm * bn / (kThreadTile * kThreadTile));
     const uint32_t z = static_cast<uint32_t>(sh.batch_heads);
@@ -344,7 +334,7 @@ class AttentionGenerator final : public Generator {
     scores.block = {threads, 1, 1};
     scores.args = {KernelArg{ArgKind::input, 0}, KernelArg{ArgKind::input, 1},
                    KernelArg{ArgKind::scratch, 0}, i64_arg(sh.L), i64_arg(sh.L), i64_arg(sh.D),
-                   KernelArg{ArgKind::f32, 0, static_cast<double>(scale), 0}};
+                   f32_arg(scale)};
     c.launches.push_back(std::move(scores));
 
     const int64_t rows = sh.batch_heads * sh.L;
@@ -367,7 +357,7 @@ class AttentionGenerator final : public Generator {
     out.args = {KernelArg{ArgKind::scratch, 0}, KernelArg{ArgKind::input, 2},
                 KernelArg{ArgKind::output, 0}, i64_arg(sh.L), i64_arg(sh.L), i64_arg(sh.D)};
     c.launches.push_back(std::move(out));
-    if (config.at("fast_math") == "on") c.options.push_back("--use_fast_math");
+    add_fast_math_option(c, config);
     return c;
   }
 

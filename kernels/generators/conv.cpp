@@ -6,6 +6,8 @@
 
 #include <kbrl/error.h>
 
+#include "family_common.h"
+
 namespace kbrl {
 namespace {
 
@@ -47,11 +49,7 @@ const std::vector<TaskConv>& task_table() {
   return t;
 }
 
-const TaskConv* find_task(int id) {
-  for (const auto& t : task_table())
-    if (t.id == id) return &t;
-  return nullptr;
-}
+const TaskConv* find_task(int id) { return find_entry(task_table(), &TaskConv::id, id); }
 
 /// A convolution as a 3-d one (1-d and 2-d get unit leading dims), groups = 1 or depthwise.
 struct Geo {
@@ -115,8 +113,7 @@ struct TaskGeo {
 
 TaskGeo task_geo(const TaskSpec& task) {
   const TaskConv* t = find_task(task.id);
-  KBRL_CHECK_INPUT(t != nullptr, "the conv generator does not cover task {} ({})", task.id,
-                   task.name);
+  check_covered(t != nullptr, "conv", task);
   KBRL_CHECK_INPUT(task.inputs.size() == 1 && task.outputs.size() == 1 && !task.parameters.empty(),
                    "task {}: the conv generator expects y = conv(x) with weight parameters", task.id);
   const auto& x = task.inputs[0].shape;
@@ -818,14 +815,6 @@ KnobSpace depthwise_space() {
 // ---------------------------------------------------------------------------------------------
 
 KernelArg arg(ArgKind kind, int index) { return KernelArg{kind, index}; }
-KernelArg i64(int64_t v) { return KernelArg{ArgKind::i64, 0, 0.0, v}; }
-KernelArg i32(int64_t v) { return KernelArg{ArgKind::i32, 0, 0.0, v}; }
-
-uint32_t grid_of(int64_t blocks, int task_id) {
-  KBRL_CHECK_INPUT(blocks >= 1 && blocks <= 2147483647, "task {}: {} blocks exceed CUDA's grid limit",
-                   task_id, blocks);
-  return static_cast<uint32_t>(blocks);
-}
 
 /// Scratch 0: the transposed weights and the bias row; scratch 1: the gather table.
 void add_prep(Candidate& cand, const Geo& g, KernelArg weight, bool bias, int task_id) {
@@ -834,14 +823,15 @@ void add_prep(Candidate& cand, const Geo& g, KernelArg weight, bool bias, int ta
   cand.scratch.push_back({"gather_table", kpad * 16});
   Launch l;
   l.kernel = bias ? "kbrl_conv_prep_bias" : "kbrl_conv_prep";
-  l.grid = {grid_of(((kpad + 1) * npad + kPrepBlock - 1) / kPrepBlock, task_id), 1, 1};
+  l.grid = {grid_dim(((kpad + 1) * npad + kPrepBlock - 1) / kPrepBlock, task_id), 1, 1};
   l.block = {kPrepBlock, 1, 1};
   l.args = {weight};
   if (bias) l.args.push_back(arg(ArgKind::parameter, 1));
   l.args.insert(l.args.end(),
-                {arg(ArgKind::scratch, 0), arg(ArgKind::scratch, 1), i64(g.C), i64(g.KD), i64(g.KH),
-                 i64(g.KW), i64(g.dd), i64(g.dh), i64(g.dw), i64(g.D), i64(g.H), i64(g.W),
-                 i64(g.Kred()), i64(kpad), i64(g.Cout), i64(npad)});
+                {arg(ArgKind::scratch, 0), arg(ArgKind::scratch, 1), i64_arg(g.C), i64_arg(g.KD),
+                 i64_arg(g.KH), i64_arg(g.KW), i64_arg(g.dd), i64_arg(g.dh), i64_arg(g.dw),
+                 i64_arg(g.D), i64_arg(g.H), i64_arg(g.W), i64_arg(g.Kred()), i64_arg(kpad),
+                 i64_arg(g.Cout), i64_arg(npad)});
   cand.launches.push_back(std::move(l));
 }
 
@@ -855,14 +845,14 @@ Launch main_launch(const std::string& kernel, const Geo& g, int64_t tile_m, int6
   const int64_t ntiles = (g.Cout + tile_n - 1) / tile_n;
   Launch l;
   l.kernel = kernel;
-  l.grid = {grid_of(mtiles * ntiles, task_id), 1, 1};
+  l.grid = {grid_dim(mtiles * ntiles, task_id), 1, 1};
   l.block = {static_cast<uint32_t>(threads), 1, 1};
-  l.args = {x,           arg(ArgKind::scratch, 0), aux,        arg(ArgKind::output, 0),
-            i64(g.N),    i64(g.C),                 i64(g.D),   i64(g.H),
-            i64(g.W),    i64(g.Cout),              i64(g.OD),  i64(g.OH),
-            i64(g.OW),   i64(g.sd),                i64(g.sh),  i64(g.sw),
-            i64(g.pd),   i64(g.ph),                i64(g.pw),  i64(g.Kred()),
-            i64(round_up(g.Cout, kNAlign)), i64(mtiles), i32(n_major ? 1 : 0)};
+  l.args = {x,               arg(ArgKind::scratch, 0), aux,             arg(ArgKind::output, 0),
+            i64_arg(g.N),    i64_arg(g.C),             i64_arg(g.D),    i64_arg(g.H),
+            i64_arg(g.W),    i64_arg(g.Cout),          i64_arg(g.OD),   i64_arg(g.OH),
+            i64_arg(g.OW),   i64_arg(g.sd),            i64_arg(g.sh),   i64_arg(g.sw),
+            i64_arg(g.pd),   i64_arg(g.ph),            i64_arg(g.pw),   i64_arg(g.Kred()),
+            i64_arg(round_up(g.Cout, kNAlign)), i64_arg(mtiles), i32_arg(n_major ? 1 : 0)};
   return l;
 }
 
@@ -874,10 +864,11 @@ Launch depthwise_launch(const Geo& g, int rows, int items, int64_t block, bool d
   if (dropped) blocks = std::max<int64_t>(1, total / block);
   Launch l;
   l.kernel = "kbrl_conv_dw";
-  l.grid = {grid_of(blocks, task_id), 1, 1};
+  l.grid = {grid_dim(blocks, task_id), 1, 1};
   l.block = {static_cast<uint32_t>(block), 1, 1};
-  l.args = {x,        arg(ArgKind::parameter, 0), out,      i64(g.C), i64(g.H), i64(g.W),
-            i64(g.OH), i64(g.OW),                 i64(g.ph), i64(g.pw), i64(total)};
+  l.args = {x,             arg(ArgKind::parameter, 0), out,           i64_arg(g.C),
+            i64_arg(g.H),  i64_arg(g.W),               i64_arg(g.OH), i64_arg(g.OW),
+            i64_arg(g.ph), i64_arg(g.pw),              i64_arg(total)};
   return l;
 }
 
@@ -902,16 +893,13 @@ class ConvGenerator final : public Generator {
 
   KnobSpace space(const TaskSpec& task) const override {
     const TaskConv* t = find_task(task.id);
-    KBRL_CHECK_INPUT(t != nullptr, "the conv generator does not cover task {} ({})", task.id,
-                     task.name);
+    check_covered(t != nullptr, "conv", task);
     return t->kind == Kind::depthwise ? depthwise_space() : gemm_like_space(t->kind);
   }
 
   Candidate generate(const TaskSpec& task, const Config& given) const override {
     const TaskGeo tg = task_geo(task);
-    const KnobSpace knobs = space(task);
-    knobs.check(given);
-    const Config c = knobs.with_overrides(given, {});
+    const Config c = checked_config(space(task), given);
     Candidate cand;
     cand.task_id = task.id;
     const bool dropped = c.at("tail") == "dropped";

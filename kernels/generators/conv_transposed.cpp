@@ -8,6 +8,8 @@
 
 #include <kbrl/error.h>
 
+#include "family_common.h"
+
 namespace kbrl {
 namespace {
 
@@ -49,11 +51,7 @@ constexpr ConvTTask kTasks[] = {
 };
 // clang-format on
 
-const ConvTTask* find_task(int task_id) {
-  for (const auto& t : kTasks)
-    if (t.id == task_id) return &t;
-  return nullptr;
-}
+const ConvTTask* find_task(int task_id) { return find_entry(kTasks, &ConvTTask::id, task_id); }
 
 /// Everything the kernels need, checked against the spec.
 struct Geometry {
@@ -75,8 +73,7 @@ struct Geometry {
 
 const ConvTTask& task_of(const TaskSpec& task) {
   const ConvTTask* t = find_task(task.id);
-  KBRL_CHECK_INPUT(t != nullptr, "the conv_transposed generator does not cover task {} ({})",
-                   task.id, task.name);
+  check_covered(t != nullptr, "conv_transposed", task);
   return *t;
 }
 
@@ -418,9 +415,7 @@ class ConvTransposedGenerator final : public Generator {
 
   Candidate generate(const TaskSpec& task, const Config& given) const override {
     const Geometry geo = geometry_of(task);
-    const KnobSpace knobs = space(task);
-    knobs.check(given);
-    const Config config = knobs.with_overrides(given, {});  // in the space's order
+    const Config config = checked_config(space(task), given);
 
     const std::string variant = config.at("variant");
     const int64_t block = config.integer("block");
@@ -438,7 +433,6 @@ class ConvTransposedGenerator final : public Generator {
         variant, to, tc, config.at("precision"));
     candidate.source += prelude(half, geo.bias);
 
-    auto i64 = [](int64_t v) { return KernelArg{ArgKind::i64, 0, 0.0, v}; };
     Launch launch;
     launch.block = {static_cast<uint32_t>(block), 1, 1};
     launch.args = {KernelArg{ArgKind::input, 0}, KernelArg{ArgKind::parameter, 0}};
@@ -449,14 +443,12 @@ class ConvTransposedGenerator final : public Generator {
       candidate.source += direct_source(geo.bias);
       const int64_t total = task.outputs[0].numel();
       const int64_t grid = std::max<int64_t>(1, (total + block - 1) / block);
-      KBRL_CHECK_INPUT(grid <= 2147483647, "task {}: {} blocks exceed CUDA's grid limit", task.id,
-                       grid);
       launch.kernel = "kbrl_convt_direct";
-      launch.grid = {static_cast<uint32_t>(grid), 1, 1};
-      launch.args.push_back(i64(total));
-      launch.args.push_back(i64(geo.groups));
-      launch.args.push_back(i64(geo.cin_g));
-      launch.args.push_back(i64(geo.cout_g));
+      launch.grid = {grid_dim(grid, task.id), 1, 1};
+      launch.args.push_back(i64_arg(total));
+      launch.args.push_back(i64_arg(geo.groups));
+      launch.args.push_back(i64_arg(geo.cin_g));
+      launch.args.push_back(i64_arg(geo.cout_g));
     } else {
       const bool smem = variant == "tiled_smem";
       candidate.source += tiled_source(smem, to, tc, geo.bias);
@@ -473,23 +465,23 @@ class ConvTransposedGenerator final : public Generator {
       launch.kernel = "kbrl_convt_tiled";
       launch.grid = {static_cast<uint32_t>(grid), static_cast<uint32_t>(geo.n), 1};
       launch.shared_bytes = smem ? static_cast<uint32_t>(cchunk * per_channel * 4) : 0;
-      launch.args.push_back(i64(geo.groups));
-      launch.args.push_back(i64(geo.cin_g));
-      launch.args.push_back(i64(geo.cout_g));
-      launch.args.push_back(i64(co_tiles));
+      launch.args.push_back(i64_arg(geo.groups));
+      launch.args.push_back(i64_arg(geo.cin_g));
+      launch.args.push_back(i64_arg(geo.cout_g));
+      launch.args.push_back(i64_arg(co_tiles));
       // the trailing cchunk goes after the geometry (below)
       for (const Dim3i* v : {&geo.in, &geo.out, &geo.kernel, &geo.stride, &geo.padding,
                              &geo.dilation})
-        for (int64_t e : *v) launch.args.push_back(i64(e));
-      launch.args.push_back(i64(cchunk));
-      launch.args.push_back(KernelArg{ArgKind::i32, 0, 0.0, streaming});
+        for (int64_t e : *v) launch.args.push_back(i64_arg(e));
+      launch.args.push_back(i64_arg(cchunk));
+      launch.args.push_back(i32_arg(streaming));
       candidate.launches.push_back(std::move(launch));
       return candidate;
     }
     for (const Dim3i* v :
          {&geo.in, &geo.out, &geo.kernel, &geo.stride, &geo.padding, &geo.dilation})
-      for (int64_t e : *v) launch.args.push_back(i64(e));
-    launch.args.push_back(KernelArg{ArgKind::i32, 0, 0.0, streaming});
+      for (int64_t e : *v) launch.args.push_back(i64_arg(e));
+    launch.args.push_back(i32_arg(streaming));
     candidate.launches.push_back(std::move(launch));
     return candidate;
   }

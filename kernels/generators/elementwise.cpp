@@ -5,6 +5,9 @@
 
 #include <kbrl/error.h>
 
+#include "device_snippets.h"
+#include "family_common.h"
+
 namespace kbrl {
 namespace {
 
@@ -57,19 +60,13 @@ constexpr ElementwiseOp kOps[] = {
      true},
 };
 
-/// Two waves of resident blocks on an H100 SXM (132 SMs, 2048 threads each).
-constexpr int64_t kWaveBlocks2048 = 2 * 132 * 2048;
-
 const ElementwiseOp* find_op(int task_id) {
-  for (const auto& op : kOps)
-    if (op.task_id == task_id) return &op;
-  return nullptr;
+  return find_entry(kOps, &ElementwiseOp::task_id, task_id);
 }
 
 const ElementwiseOp& op_of(const TaskSpec& task) {
   const ElementwiseOp* op = find_op(task.id);
-  KBRL_CHECK_INPUT(op != nullptr, "the elementwise generator does not cover task {} ({})", task.id,
-                   task.name);
+  check_covered(op != nullptr, "elementwise", task);
   return *op;
 }
 
@@ -118,17 +115,6 @@ std::string prelude(bool half, bool fast) {
   s += "__device__ __forceinline__ T k_max(T a, T b) { return a < b ? b : a; }\n"
        "__device__ __forceinline__ T k_min(T a, T b) { return b < a ? b : a; }\n";
   return s;
-}
-
-std::string load(const std::string& hint, const std::string& ptr) {
-  if (hint == "ldg") return "__ldg(" + ptr + ")";
-  if (hint == "streaming") return "__ldcs(" + ptr + ")";
-  return "*(" + ptr + ")";
-}
-
-std::string store(const std::string& hint, const std::string& ptr, const std::string& value) {
-  if (hint == "streaming") return "__stcs(" + ptr + ", " + value + ")";
-  return "*(" + ptr + ") = " + value;
 }
 
 std::string source_of(const TaskSpec& task, const ElementwiseOp& op, const Config& config) {
@@ -198,7 +184,7 @@ std::string source_of(const TaskSpec& task, const ElementwiseOp& op, const Confi
   s += indent + vt + " r[kItems];\n";
   s += "#pragma unroll\n";
   s += indent + "for (int k = 0; k < kItems; ++k) r[k] = " +
-       load(hint, "xv + k * blockDim.x + threadIdx.x") + ";\n";
+       load_expr(hint, "xv + k * blockDim.x + threadIdx.x") + ";\n";
   s += "#pragma unroll\n";
   s += indent + "for (int k = 0; k < kItems; ++k) {\n";
   if (op.shape == OpShape::rows)
@@ -212,19 +198,19 @@ std::string source_of(const TaskSpec& task, const ElementwiseOp& op, const Confi
       s += indent + "  " + field + " = " + call(field, fmt::format("i + {}", c)) + ";\n";
     }
   }
-  s += indent + "  " + store(hint, "yv + k * blockDim.x + threadIdx.x", "r[k]") + ";\n";
+  s += indent + "  " + store_expr(hint, "yv + k * blockDim.x + threadIdx.x", "r[k]") + ";\n";
   s += indent + "}\n";
   if (vec > 1) {
     s += "      } else {  // unaligned pointers: element by element\n"
          "        for (long long i = base + threadIdx.x; i < base + tile; i += blockDim.x)\n"
-         "          " + store(hint, "y + i", call(load(hint, "x + i"), "i")) + ";\n"
+         "          " + store_expr(hint, "y + i", call(load_expr(hint, "x + i"), "i")) + ";\n"
          "      }\n";
   }
   s += "    }";
   if (safe_tail) {
     s += " else {  // the last, partial tile\n"
          "      for (long long i = base + threadIdx.x; i < n; i += blockDim.x)\n"
-         "        " + store(hint, "y + i", call(load(hint, "x + i"), "i")) + ";\n"
+         "        " + store_expr(hint, "y + i", call(load_expr(hint, "x + i"), "i")) + ";\n"
          "    }\n";
   } else {
     s += "  // tail=dropped: a partial last tile is never written\n";
@@ -277,43 +263,34 @@ class ElementwiseGenerator final : public Generator {
                             {"fast_math"},
                             [](const Config& c) { return c.at("fast_math") == "off"; }});
     }
-    space.add_constraint({"fast_math=on requires precision=fp32 (one unsafe precision knob at a time)",
-                          {"precision", "fast_math"},
-                          [](const Config& c) {
-                            return c.at("fast_math") == "off" || c.at("precision") == "fp32";
-                          }});
+    space.add_constraint(fast_math_needs_fp32());
     return space;
   }
 
   Candidate generate(const TaskSpec& task, const Config& given) const override {
     const ElementwiseOp& op = op_of(task);
-    const KnobSpace knobs = space(task);
-    knobs.check(given);
-    const Config config = knobs.with_overrides(given, {});  // in the space's order
+    const Config config = checked_config(space(task), given);
 
     const int64_t block = config.integer("block");
     const int64_t tile = block * config.integer("vec") * config.integer("items_per_thread");
     const TensorSpec& out = task.outputs.at(0);
     const int64_t n = out.numel();
     int64_t grid = std::max<int64_t>(1, (n + tile - 1) / tile);
-    if (config.at("grid") == "waves") grid = std::min(grid, kWaveBlocks2048 / block);
-    KBRL_CHECK_INPUT(grid <= 2147483647, "task {}: {} blocks exceed CUDA's grid limit", task.id,
-                     grid);
+    if (config.at("grid") == "waves") grid = std::min(grid, kTwoWaveThreads / block);
 
     Candidate candidate;
     candidate.task_id = task.id;
     candidate.source = source_of(task, op, config);
     Launch launch;
     launch.kernel = "kbrl_elementwise";
-    launch.grid = {static_cast<uint32_t>(grid), 1, 1};
+    launch.grid = {grid_dim(grid, task.id), 1, 1};
     launch.block = {static_cast<uint32_t>(block), 1, 1};
     const int primary = op.shape == OpShape::rows ? 1 : 0;
-    launch.args = {KernelArg{ArgKind::input, primary}, KernelArg{ArgKind::output, 0},
-                   KernelArg{ArgKind::i64, 0, 0.0, n}};
+    launch.args = {KernelArg{ArgKind::input, primary}, KernelArg{ArgKind::output, 0}, i64_arg(n)};
     if (op.shape == OpShape::scalar) launch.args.push_back(KernelArg{ArgKind::task_scalar, 0});
     if (op.shape == OpShape::rows) launch.args.push_back(KernelArg{ArgKind::input, 0});
     candidate.launches.push_back(std::move(launch));
-    if (config.at("fast_math") == "on") candidate.options.push_back("--use_fast_math");
+    add_fast_math_option(candidate, config);
     return candidate;
   }
 

@@ -6,6 +6,8 @@
 
 #include <kbrl/error.h>
 
+#include "family_common.h"
+
 namespace kbrl {
 namespace {
 
@@ -16,8 +18,7 @@ constexpr int kTasks[] = {1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16, 17, 18
 bool covered(int id) { return std::find(std::begin(kTasks), std::end(kTasks), id) != std::end(kTasks); }
 
 void check_covered(const TaskSpec& task) {
-  KBRL_CHECK_INPUT(covered(task.id), "the gemm generator does not cover task {} ({})", task.id,
-                   task.name);
+  check_covered(covered(task.id), "gemm", task);
 }
 
 /// The block tiles (tile_m, tile_n, items_per_thread) the space offers: threads = tile_m * tile_n /
@@ -420,11 +421,6 @@ const char* kTensorCoreEpilogue = R"(  // Each fragment goes through the warp's 
       __syncwarp();
     })";
 
-void replace_all(std::string& s, const std::string& what, const std::string& with) {
-  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + with.size()))
-    s.replace(p, what.size(), with);
-}
-
 bool tensor_core(const Config& c) { return c.at("precision") != "fp32"; }
 
 std::string gemm_source(const TaskSpec& task, const Config& config) {
@@ -525,28 +521,26 @@ Candidate gemm_generate(const TaskSpec& task, const Config& config) {
   main.grid = {static_cast<uint32_t>(tiles), static_cast<uint32_t>(zs), 1};
   main.block = {static_cast<uint32_t>(threads), 1, 1};
   main.shared_bytes = static_cast<uint32_t>(smem);
-  auto i64 = [](int64_t v) { return KernelArg{ArgKind::i64, 0, 0.0, v}; };
-  auto i32 = [](int64_t v) { return KernelArg{ArgKind::i32, 0, 0.0, v}; };
   main.args = {KernelArg{ArgKind::input, 0},
                KernelArg{ArgKind::input, 1},
                split ? KernelArg{ArgKind::scratch, 0} : KernelArg{ArgKind::output, 0},
-               i64(p.m),
-               i64(p.n),
-               i64(p.k),
-               i64(p.lda),
-               i64(p.ldb),
-               i64(p.ldc),
-               i64(p.batch > 1 || split ? a_z : 0),
-               i64(p.batch > 1 || split ? b_z : 0),
-               i64(p.batch > 1 || split ? c_z : 0),
-               i64(k_chunk),
-               i64(k_step),
-               i32(p.trans_a ? 1 : 0),
-               i32(p.trans_b ? 1 : 0),
-               i32(config.integer("vec") == 4 ? 1 : 0),
-               i32(stages),
-               i32(p.tri),
-               i32(config.at("precision") == "tf32x3" ? 1 : 0)};
+               i64_arg(p.m),
+               i64_arg(p.n),
+               i64_arg(p.k),
+               i64_arg(p.lda),
+               i64_arg(p.ldb),
+               i64_arg(p.ldc),
+               i64_arg(p.batch > 1 || split ? a_z : 0),
+               i64_arg(p.batch > 1 || split ? b_z : 0),
+               i64_arg(p.batch > 1 || split ? c_z : 0),
+               i64_arg(k_chunk),
+               i64_arg(k_step),
+               i32_arg(p.trans_a ? 1 : 0),
+               i32_arg(p.trans_b ? 1 : 0),
+               i32_arg(config.integer("vec") == 4 ? 1 : 0),
+               i32_arg(stages),
+               i32_arg(p.tri),
+               i32_arg(config.at("precision") == "tf32x3" ? 1 : 0)};
   candidate.launches.push_back(std::move(main));
   if (split) {
     const int64_t n = p.m * p.n;
@@ -555,8 +549,8 @@ Candidate gemm_generate(const TaskSpec& task, const Config& config) {
     reduce.kernel = "kbrl_splitk_reduce";
     reduce.grid = {static_cast<uint32_t>((n + 255) / 256), 1, 1};
     reduce.block = {256, 1, 1};
-    reduce.args = {KernelArg{ArgKind::scratch, 0}, KernelArg{ArgKind::output, 0}, i64(n), i64(n),
-                   i32(zs)};
+    reduce.args = {KernelArg{ArgKind::scratch, 0}, KernelArg{ArgKind::output, 0}, i64_arg(n),
+                   i64_arg(n), i32_arg(zs)};
     candidate.launches.push_back(std::move(reduce));
   }
   return candidate;
@@ -742,24 +736,22 @@ Candidate matvec_generate(const TaskSpec& task, const Config& config) {
   const bool warp_mode = config.at("variant") == "warp_per_row";
   const int64_t per_block = warp_mode ? rows * (block / 32) : rows;
   const int64_t grid = (m + per_block - 1) / per_block;
-  KBRL_CHECK_INPUT(grid >= 1 && grid <= 2147483647, "task 4: {} blocks exceed CUDA's grid limit",
-                   grid);
   Candidate candidate;
   candidate.task_id = task.id;
   candidate.source = matvec_source(config);
   Launch launch;
   launch.kernel = "kbrl_gemv";
-  launch.grid = {static_cast<uint32_t>(grid), 1, 1};
+  launch.grid = {grid_dim(grid, task.id), 1, 1};
   launch.block = {static_cast<uint32_t>(block), 1, 1};
   launch.args = {KernelArg{ArgKind::input, 0},
                  KernelArg{ArgKind::input, 1},
                  KernelArg{ArgKind::output, 0},
-                 KernelArg{ArgKind::i64, 0, 0.0, m},
-                 KernelArg{ArgKind::i64, 0, 0.0, k},
-                 KernelArg{ArgKind::i32, 0, 0.0, warp_mode ? 1 : 0},
-                 KernelArg{ArgKind::i32, 0, 0.0, config.integer("vec") == 4 ? 1 : 0}};
+                 i64_arg(m),
+                 i64_arg(k),
+                 i32_arg(warp_mode ? 1 : 0),
+                 i32_arg(config.integer("vec") == 4 ? 1 : 0)};
   candidate.launches.push_back(std::move(launch));
-  if (config.at("fast_math") == "on") candidate.options.push_back("--use_fast_math");
+  add_fast_math_option(candidate, config);
   return candidate;
 }
 
@@ -774,9 +766,7 @@ class GemmGenerator final : public Generator {
   }
 
   Candidate generate(const TaskSpec& task, const Config& given) const override {
-    const KnobSpace knobs = space(task);
-    knobs.check(given);
-    const Config config = knobs.with_overrides(given, {});  // in the space's order
+    const Config config = checked_config(space(task), given);
     return task.id == kMatvecTask ? matvec_generate(task, config) : gemm_generate(task, config);
   }
 

@@ -5,11 +5,12 @@
 
 #include <kbrl/error.h>
 
+#include "device_snippets.h"
+#include "family_common.h"
+
 namespace kbrl {
 namespace {
 
-/// An H100 SXM's SM count: `grid` is a number of partial blocks per SM (performance only).
-constexpr int64_t kSms = 132;
 /// Threads of the final (single-block) launch that reduces the partials.
 constexpr int64_t kFinalBlock = 256;
 
@@ -39,16 +40,11 @@ constexpr LossTask kTasks[] = {
     {100, Kind::hinge, false, "mean(max(1 - p[i, j] * t[j], 0)) (t broadcast along the last dim)"},
 };
 
-const LossTask* find_task(int task_id) {
-  for (const auto& t : kTasks)
-    if (t.task_id == task_id) return &t;
-  return nullptr;
-}
+const LossTask* find_task(int task_id) { return find_entry(kTasks, &LossTask::task_id, task_id); }
 
 const LossTask& task_of(const TaskSpec& task) {
   const LossTask* t = find_task(task.id);
-  KBRL_CHECK_INPUT(t != nullptr, "the loss generator does not cover task {} ({})", task.id,
-                   task.name);
+  check_covered(t != nullptr, "loss", task);
   const size_t inputs = t->kind == Kind::triplet ? 3 : 2;
   KBRL_CHECK_INPUT(task.inputs.size() == inputs && task.outputs.size() == 1 &&
                        task.outputs[0].shape.empty() && !task.inputs[0].shape.empty(),
@@ -64,17 +60,15 @@ bool row_wise(Kind kind) { return kind != Kind::flat; }
 std::string math_helpers(Kind kind, bool half, bool fast) {
   std::string s;
   if (half) s += "#include <cuda_fp16.h>\n\n";
-  if (fast)
-    s += "// fast_math=on (unsafe): intrinsics, and the whole unit under --use_fast_math.\n"
-         "__device__ __forceinline__ float k_exp(float v) { return __expf(v); }\n"
-         "__device__ __forceinline__ float k_log(float v) { return __logf(v); }\n";
-  else if (half && kind == Kind::cross_entropy)
-    s += "// precision=fp16_compute (unsafe): exp(x - max) is evaluated in __half.\n"
-         "__device__ __forceinline__ float k_exp(float v) { return __half2float(hexp(__float2half(v))); }\n"
-         "__device__ __forceinline__ float k_log(float v) { return logf(v); }\n";
-  else
-    s += "__device__ __forceinline__ float k_exp(float v) { return expf(v); }\n"
-         "__device__ __forceinline__ float k_log(float v) { return logf(v); }\n";
+  FloatMath math = FloatMath::exact;
+  if (fast) {
+    s += kFastMathNote;
+    math = FloatMath::fast;
+  } else if (half && kind == Kind::cross_entropy) {
+    s += "// precision=fp16_compute (unsafe): exp(x - max) is evaluated in __half.\n";
+    math = FloatMath::half_exp;
+  }
+  s += k_exp_helper(math, "v") + k_log_helper(math);
   s += "__device__ __forceinline__ float k_sqrt(float v) { return sqrtf(v); }\n";
   if (half && kind == Kind::triplet)
     s += "// precision=fp16_compute (unsafe): each squared difference is taken in __half.\n"
@@ -128,7 +122,8 @@ std::string load_helpers(int64_t vec, bool streaming) {
 
 /// Deterministic reductions (a fixed shuffle tree, then warp 0 over the warp results) and the final
 /// single-block launch over the partials.
-const char* kReduceHelpers = R"(
+std::string reduce_helpers() {
+  return R"(
 #define KBRL_NEG_INF (__int_as_float(0xff800000))
 
 struct SumOp {
@@ -146,26 +141,7 @@ __device__ __forceinline__ T kbrl_warp_reduce(T v, Op op) {
   return v;
 }
 
-// Reduces one value per thread over the block (blockDim.x a multiple of 32, at most 1024); every
-// thread gets the result. `smem` holds 32 values and may be reused once this returns.
-template <class T, class Op>
-__device__ __forceinline__ T kbrl_block_reduce(T v, T identity, T* smem, Op op) {
-  v = kbrl_warp_reduce(v, op);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int warps = (int)(blockDim.x >> 5);
-  if (lane == 0) smem[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < warps ? smem[lane] : identity;
-    v = kbrl_warp_reduce(v, op);
-    if (lane == 0) smem[0] = v;
-  }
-  __syncthreads();
-  const T r = smem[0];
-  __syncthreads();
-  return r;
-}
-
+)" + block_reduce_helper(WarpStep::warp_reduce_call) + R"(
 // The second stage: one block sums the partials in a fixed order and divides as torch's reduction.
 extern "C" __global__ void kbrl_loss_final(const Acc* __restrict__ part, float* __restrict__ out,
                                            long long parts, long long denom) {
@@ -176,26 +152,11 @@ extern "C" __global__ void kbrl_loss_final(const Acc* __restrict__ part, float* 
   if (threadIdx.x == 0) out[0] = (float)((double)v / (double)denom);
 }
 )";
-
-/// The online (max, sum of exp(v - max)) state of cross-entropy rows.
-const char* kMaxSumHelpers = R"(
-struct MaxSum {
-  float m;
-  float s;
-};
-
-// max that propagates NaN, as torch's reduction does.
-__device__ __forceinline__ float kbrl_max(float a, float b) { return (a > b || a != a) ? a : b; }
-
-__device__ __forceinline__ void kbrl_add(MaxSum& st, float v) {
-  if (v > st.m) {
-    st.s = st.s * k_exp(st.m - v) + 1.0f;  // exp(-inf) = 0 for the first value
-    st.m = v;
-  } else if (v != KBRL_NEG_INF) {  // -inf adds exp(-inf) = 0 (even while st.m is still -inf)
-    st.s += k_exp(v - st.m);  // a NaN value makes the sum NaN
-  }
 }
 
+/// The online (max, sum of exp(v - max)) state of cross-entropy rows.
+std::string max_sum_helpers() {
+  return std::string("\n") + kMaxSumState + R"(
 struct MergeOp {
   __device__ __forceinline__ MaxSum operator()(MaxSum a, MaxSum b) const {
     const float m = kbrl_max(a.m, b.m);
@@ -208,6 +169,7 @@ __device__ __forceinline__ MaxSum kbrl_shfl(MaxSum v, int o) {
   return MaxSum{__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)};
 }
 )";
+}
 
 /// The two squared-distance sums of a triplet row.
 const char* kPairHelpers = R"(
@@ -356,7 +318,7 @@ std::string source_of(const TaskSpec& task, const LossTask& t, const Config& con
   s += fmt::format("constexpr int kVec = {};\nconstexpr int kItems = {};\n", vec, items);
   s += math_helpers(t.kind, half, fast);
   s += load_helpers(vec, streaming);
-  s += kReduceHelpers;
+  s += reduce_helpers();
   const std::string tile_sum =
       "    float s = 0.0f;\n"
       "#pragma unroll\n"
@@ -403,7 +365,7 @@ std::string source_of(const TaskSpec& task, const LossTask& t, const Config& con
       break;
     }
     case Kind::cross_entropy: {
-      s += kMaxSumHelpers;
+      s += max_sum_helpers();
       const std::string tile =
           "      float lm = KBRL_NEG_INF;  // the step's maximum, then one rescale\n"
           "#pragma unroll\n"
@@ -577,14 +539,12 @@ class LossGenerator final : public Generator {
 
   Candidate generate(const TaskSpec& task, const Config& given) const override {
     const LossTask& t = task_of(task);
-    const KnobSpace knobs = space(task);
-    knobs.check(given);
-    const Config config = knobs.with_overrides(given, {});  // in the space's order
+    const Config config = checked_config(space(task), given);
 
     const int64_t block = config.integer("block");
     const int64_t vec = config.integer("vec");
     const int64_t items = config.integer("items_per_thread");
-    const int64_t cap = config.integer("grid") * kSms;
+    const int64_t cap = config.integer("grid") * kH100Sms;  // partial blocks per SM
     const int64_t acc_bytes = config.at("accumulate") == "fp64" ? 8 : 4;
     const auto& shape = task.inputs[0].shape;
     const int64_t numel = task.inputs[0].numel();
@@ -594,13 +554,12 @@ class LossGenerator final : public Generator {
     for (size_t i = 0; i < task.inputs.size(); ++i)
       args.push_back(KernelArg{ArgKind::input, static_cast<int>(i)});
     args.push_back(KernelArg{ArgKind::scratch, 0});
-    auto i64 = [](int64_t v) { return KernelArg{ArgKind::i64, 0, 0.0, v}; };
     if (t.kind == Kind::flat) {
       KBRL_CHECK_INPUT(task.inputs[1].shape == shape, "task {}: expected same-shaped inputs",
                        task.id);
       const int64_t vectors = (numel + vec - 1) / vec;
       grid = std::min(cap, (vectors + block * items - 1) / (block * items));
-      args.push_back(i64(numel));
+      args.push_back(i64_arg(numel));
       denom = task.id == 98 ? shape[0] : numel;  // KL batchmean: the sum over the batch size
     } else {
       KBRL_CHECK_INPUT(shape.size() == 2, "task {}: expected a 2-d first input", task.id);
@@ -617,8 +576,8 @@ class LossGenerator final : public Generator {
                          "task {}: expected same-shaped inputs", task.id);
       const int64_t per_block = config.at("variant") == "warp_per_row" ? block / 32 : 1;
       grid = std::min(cap, (rows + per_block - 1) / per_block);
-      args.push_back(i64(rows));
-      args.push_back(i64(cols));
+      args.push_back(i64_arg(rows));
+      args.push_back(i64_arg(cols));
       denom = t.kind == Kind::hinge ? numel : rows;
     }
     grid = std::max<int64_t>(grid, 1);
@@ -637,11 +596,10 @@ class LossGenerator final : public Generator {
     final.kernel = "kbrl_loss_final";
     final.grid = {1, 1, 1};
     final.block = {static_cast<uint32_t>(kFinalBlock), 1, 1};
-    final.args = {KernelArg{ArgKind::scratch, 0}, KernelArg{ArgKind::output, 0}, i64(grid),
-                  i64(denom)};
+    final.args = {KernelArg{ArgKind::scratch, 0}, KernelArg{ArgKind::output, 0}, i64_arg(grid),
+                  i64_arg(denom)};
     candidate.launches.push_back(std::move(final));
-    if (config.has("fast_math") && config.at("fast_math") == "on")
-      candidate.options.push_back("--use_fast_math");
+    add_fast_math_option(candidate, config);
     return candidate;
   }
 

@@ -5,6 +5,8 @@
 
 #include <kbrl/error.h>
 
+#include "family_common.h"
+
 namespace kbrl {
 namespace {
 
@@ -52,16 +54,11 @@ constexpr int64_t kChannels = 64;   // dim 1 of tasks 33-37 and 40 at both scale
 constexpr int64_t kGroups = 8;      // task 35
 constexpr int64_t kMaxGrid = 2147483647;
 
-const NormTask* find_task(int id) {
-  for (const auto& t : kTasks)
-    if (t.id == id) return &t;
-  return nullptr;
-}
+const NormTask* find_task(int id) { return find_entry(kTasks, &NormTask::id, id); }
 
 const NormTask& task_of(const TaskSpec& task) {
   const NormTask* t = find_task(task.id);
-  KBRL_CHECK_INPUT(t != nullptr, "the norm generator does not cover task {} ({})", task.id,
-                   task.name);
+  check_covered(t != nullptr, "norm", task);
   KBRL_CHECK_INPUT(task.inputs.size() == 1 && task.outputs.size() == 1 &&
                        task.outputs[0].shape == task.inputs[0].shape,
                    "task {}: the norm generator expects y = f(x) in x's shape", task.id);
@@ -660,10 +657,6 @@ extern "C" __global__ void __launch_bounds__(KBRL_MAX_THREADS) kbrl_rms_norm(con
 )KBRL"
     ;
 
-bool unsafe_combo(const Config& c) {
-  return c.at("fast_math") == "off" || c.at("precision") == "fp32";
-}
-
 std::string common_defines(const Config& c) {
   const bool half = c.at("precision") == "fp16_compute";
   const bool fast = c.at("fast_math") == "on";
@@ -731,16 +724,10 @@ std::string rms_source(const Config& c) {
   s += common_defines(c);
   s += fmt::format("constexpr int kC = {};\n", kChannels);
   std::string body = kRmsDevice;
-  const std::string unroll = c.at("unroll");
-  for (size_t p = body.find("KBRL_UNROLL"); p != std::string::npos; p = body.find("KBRL_UNROLL", p))
-    body.replace(p, 11, unroll);
+  replace_all(body, "KBRL_UNROLL", c.at("unroll"));
   s += body;
   return s;
 }
-
-KernelArg i64_arg(int64_t v) { return KernelArg{ArgKind::i64, 0, 0.0, v}; }
-KernelArg f32_arg(double v) { return KernelArg{ArgKind::f32, 0, v, 0}; }
-KernelArg i32_arg(int64_t v) { return KernelArg{ArgKind::i32, 0, 0.0, v}; }
 
 std::vector<KernelArg> with_affine(const NormTask& t, std::vector<KernelArg> args) {
   // x, y [, weight, bias]
@@ -818,7 +805,7 @@ Candidate planar_candidate(const NormTask& t, const TaskSpec& task, const Config
     apply.args.push_back(vec4);
     cand.launches.push_back(std::move(apply));
   }
-  if (c.at("fast_math") == "on") cand.options.push_back("--use_fast_math");
+  add_fast_math_option(cand, c);
   return cand;
 }
 
@@ -840,7 +827,7 @@ Candidate rms_candidate(const TaskSpec& task, const Config& c) {
   l.args = {KernelArg{ArgKind::input, 0}, KernelArg{ArgKind::output, 0}, i64_arg(n), i64_arg(hw),
             f32_arg(kEps)};
   cand.launches.push_back(std::move(l));
-  if (c.at("fast_math") == "on") cand.options.push_back("--use_fast_math");
+  add_fast_math_option(cand, c);
   return cand;
 }
 
@@ -853,11 +840,6 @@ void add_precision_knobs(KnobSpace& space) {
                  "stay fp32/fp64)"})
       .add_knob({"fast_math", {"off", "on"},
                  "on (unsafe): --use_fast_math, rsqrtf and approximate division"});
-}
-
-void add_precision_constraint(KnobSpace& space) {
-  space.add_constraint({"fast_math=on requires precision=fp32 (one unsafe precision knob at a time)",
-                        {"precision", "fast_math"}, unsafe_combo});
 }
 
 KnobSpace planar_space(const NormTask& t) {
@@ -896,7 +878,7 @@ KnobSpace planar_space(const NormTask& t) {
                           return (c.at("variant") == "block_per_segment") ==
                                  (c.at("items_per_thread") == "segment");
                         }});
-  add_precision_constraint(space);
+  space.add_constraint(fast_math_needs_fp32());
   return space;
 }
 
@@ -924,7 +906,7 @@ KnobSpace rms_space() {
                           return c.at("variant") == "two_pass" || c.integer("vec") == 1 ||
                                  c.integer("block") <= 256;
                         }});
-  add_precision_constraint(space);
+  space.add_constraint(fast_math_needs_fp32());
   return space;
 }
 
@@ -940,9 +922,7 @@ class NormGenerator final : public Generator {
 
   Candidate generate(const TaskSpec& task, const Config& given) const override {
     const NormTask& t = task_of(task);
-    const KnobSpace knobs = space(task);
-    knobs.check(given);
-    const Config config = knobs.with_overrides(given, {});  // in the space's order
+    const Config config = checked_config(space(task), given);
     return t.kind == Kind::rms ? rms_candidate(task, config) : planar_candidate(t, task, config);
   }
 

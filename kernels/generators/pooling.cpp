@@ -6,6 +6,9 @@
 
 #include <kbrl/error.h>
 
+#include "device_snippets.h"
+#include "family_common.h"
+
 namespace kbrl {
 namespace {
 
@@ -28,21 +31,14 @@ constexpr PoolOp kOps[] = {
     {45, 2, false, 11, 11, 0, 1, 32, true},  {46, 3, false, 3, 2, 1, 1, 64, false},
 };
 
-/// Two waves of resident threads on an H100 SXM (132 SMs, 2048 threads each).
-constexpr int64_t kWaveThreads = 2 * 132 * 2048;
 /// The most shared memory smem_tile may stage (one depth tap's region).
 constexpr int64_t kMaxRegionBytes = 128 * 1024;
 
-const PoolOp* find_op(int task_id) {
-  for (const auto& op : kOps)
-    if (op.task_id == task_id) return &op;
-  return nullptr;
-}
+const PoolOp* find_op(int task_id) { return find_entry(kOps, &PoolOp::task_id, task_id); }
 
 const PoolOp& op_of(const TaskSpec& task) {
   const PoolOp* op = find_op(task.id);
-  KBRL_CHECK_INPUT(op != nullptr, "the pooling generator does not cover task {} ({})", task.id,
-                   task.name);
+  check_covered(op != nullptr, "pooling", task);
   const size_t rank = static_cast<size_t>(op->nd) + 2;
   KBRL_CHECK_INPUT(task.inputs.size() == 1 && task.inputs[0].shape.size() == rank &&
                        task.outputs.size() == 1 && task.outputs[0].shape.size() == rank,
@@ -158,11 +154,8 @@ __device__ __forceinline__ unsigned long long kbrl_div(unsigned long long a, uns
   return s;
 }
 
-std::string store(bool streaming, const std::string& ptr, const std::string& value) {
-  return streaming ? "__stcs(" + ptr + ", " + value + ")" : "*(" + ptr + ") = " + value;
-}
-
-std::string direct_kernel(const PoolOp& op, int64_t items, bool streaming, bool safe_tail) {
+std::string direct_kernel(const PoolOp& op, int64_t items, const std::string& hint,
+                          bool safe_tail) {
   std::string s = fmt::format("\nconstexpr int kItems = {};\n", items);
   s += R"(
 // One output: its (plane, od, oh, ow) from the flat index, then the window in (d, h, w) order.
@@ -216,12 +209,12 @@ extern "C" __global__ void kbrl_pool(const float* __restrict__ x, float* __restr
 #pragma unroll
       for (int k = 0; k < kItems; ++k)
         )";
-  s += store(streaming, "y + base + (unsigned long long)k * blockDim.x + threadIdx.x", "r[k]");
+  s += store_expr(hint, "y + base + (unsigned long long)k * blockDim.x + threadIdx.x", "r[k]");
   s += ";\n    }";
   if (safe_tail) {
     s += " else {  // the last, partial tile\n"
          "      for (unsigned long long e = base + threadIdx.x; e < total; e += blockDim.x)\n"
-         "        " + store(streaming, "y + e", "pool_one(x, e, ID, IH, IW, OD, OH, OW)") + ";\n"
+         "        " + store_expr(hint, "y + e", "pool_one(x, e, ID, IH, IW, OD, OH, OW)") + ";\n"
          "    }\n";
   } else {
     s += "  // tail=dropped: a partial last tile is never written\n";
@@ -230,7 +223,8 @@ extern "C" __global__ void kbrl_pool(const float* __restrict__ x, float* __restr
   return s;
 }
 
-std::string tile_kernel(const PoolOp& op, int64_t items, bool streaming, bool safe_tail) {
+std::string tile_kernel(const PoolOp& op, int64_t items, const std::string& hint,
+                        bool safe_tail) {
   std::string s = fmt::format("\nconstexpr int kItems = {};\n", items);
   if (op.row_taps)
     s += R"(
@@ -333,7 +327,7 @@ std::string tile_kernel(const PoolOp& op, int64_t items, bool streaming, bool sa
       const long long oh = oh0 + (q >> tw_log2), ow = ow0 + (q & (TW - 1));
       if (oh < OH && ow < OW)
         )";
-  s += store(streaming, "y + ((plane * OD + od) * OH + oh) * OW + ow",
+  s += store_expr(hint, "y + ((plane * OD + od) * OH + oh) * OW + ow",
              "acc_finish(acc[k], pool_divisor(od, oh, ow, ID, IH, IW))");
   s += ";\n    }\n  }\n}\n";
   return s;
@@ -342,7 +336,7 @@ std::string tile_kernel(const PoolOp& op, int64_t items, bool streaming, bool sa
 std::string source_of(const TaskSpec& task, const PoolOp& op, const Config& config) {
   const bool tile = config.at("variant") == "smem_tile";
   const int64_t items = config.integer("items_per_thread");
-  const bool streaming = config.at("cache_hint") == "streaming";
+  const std::string hint = config.at("cache_hint");
   const bool half = config.at("precision") == "fp16_compute";
   const bool fast = config.at("fast_math") == "on";
   const bool safe_tail = config.at("tail") == "safe";
@@ -354,8 +348,7 @@ std::string source_of(const TaskSpec& task, const PoolOp& op, const Config& conf
       op.is_max ? op.dilation : 1, config.at("variant"), items, config.at("cache_hint"),
       config.at("precision"), config.at("fast_math"), config.at("tail"));
   s += prelude(op, half, fast);
-  s += tile ? tile_kernel(op, items, streaming, safe_tail)
-            : direct_kernel(op, items, streaming, safe_tail);
+  s += tile ? tile_kernel(op, items, hint, safe_tail) : direct_kernel(op, items, hint, safe_tail);
   return s;
 }
 
@@ -402,19 +395,14 @@ class PoolingGenerator final : public Generator {
                             {"fast_math"},
                             [](const Config& c) { return c.at("fast_math") == "off"; }});
     } else {
-      space.add_constraint(
-          {"fast_math=on requires precision=fp32 (one unsafe precision knob at a time)",
-           {"precision", "fast_math"},
-           [](const Config& c) { return c.at("fast_math") == "off" || c.at("precision") == "fp32"; }});
+      space.add_constraint(fast_math_needs_fp32());
     }
     return space;
   }
 
   Candidate generate(const TaskSpec& task, const Config& given) const override {
     const PoolOp& op = op_of(task);
-    const KnobSpace knobs = space(task);
-    knobs.check(given);
-    const Config config = knobs.with_overrides(given, {});  // in the space's order
+    const Config config = checked_config(space(task), given);
 
     const int64_t block = config.integer("block");
     const int64_t items = config.integer("items_per_thread");
@@ -425,11 +413,9 @@ class PoolingGenerator final : public Generator {
 
     Launch launch;
     launch.block = {static_cast<uint32_t>(block), 1, 1};
-    launch.args = {KernelArg{ArgKind::input, 0},         KernelArg{ArgKind::output, 0},
-                   KernelArg{ArgKind::i64, 0, 0.0, planes}, KernelArg{ArgKind::i64, 0, 0.0, in[0]},
-                   KernelArg{ArgKind::i64, 0, 0.0, in[1]},  KernelArg{ArgKind::i64, 0, 0.0, in[2]},
-                   KernelArg{ArgKind::i64, 0, 0.0, out[0]}, KernelArg{ArgKind::i64, 0, 0.0, out[1]},
-                   KernelArg{ArgKind::i64, 0, 0.0, out[2]}};
+    launch.args = {KernelArg{ArgKind::input, 0}, KernelArg{ArgKind::output, 0}, i64_arg(planes),
+                   i64_arg(in[0]),  i64_arg(in[1]),  i64_arg(in[2]),
+                   i64_arg(out[0]), i64_arg(out[1]), i64_arg(out[2])};
     int64_t grid = 0;
     if (tile) {
       const Tile t = tile_of(op, block, items);
@@ -438,7 +424,7 @@ class PoolingGenerator final : public Generator {
       grid = planes * out[0] * tiles_h * tiles_w;
       launch.kernel = "kbrl_pool_tile";
       launch.shared_bytes = static_cast<uint32_t>(t.bytes());
-      launch.args.push_back(KernelArg{ArgKind::i64, 0, 0.0, t.tw_log2});
+      launch.args.push_back(i64_arg(t.tw_log2));
     } else {
       const int64_t total = task.outputs[0].numel();
       const int64_t per_block = block * items;
@@ -446,7 +432,7 @@ class PoolingGenerator final : public Generator {
       launch.kernel = "kbrl_pool";
     }
     grid = std::max<int64_t>(1, grid);
-    if (config.at("grid") == "waves") grid = std::min(grid, kWaveThreads / block);
+    if (config.at("grid") == "waves") grid = std::min(grid, kTwoWaveThreads / block);
     grid = std::min<int64_t>(grid, 2147483647);  // the kernels grid-stride over what is left
 
     Candidate candidate;
@@ -454,7 +440,7 @@ class PoolingGenerator final : public Generator {
     candidate.source = source_of(task, op, config);
     launch.grid = {static_cast<uint32_t>(grid), 1, 1};
     candidate.launches.push_back(std::move(launch));
-    if (config.at("fast_math") == "on") candidate.options.push_back("--use_fast_math");
+    add_fast_math_option(candidate, config);
     return candidate;
   }
 

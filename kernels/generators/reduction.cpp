@@ -5,6 +5,9 @@
 
 #include <kbrl/error.h>
 
+#include "device_snippets.h"
+#include "family_common.h"
+
 namespace kbrl {
 namespace {
 
@@ -22,26 +25,17 @@ constexpr ReductionTask kTasks[] = {
 };
 
 const ReductionTask* find_task(int task_id) {
-  for (const auto& t : kTasks)
-    if (t.task_id == task_id) return &t;
-  return nullptr;
+  return find_entry(kTasks, &ReductionTask::task_id, task_id);
 }
 
 const ReductionTask& task_of(const TaskSpec& task) {
   const ReductionTask* t = find_task(task.id);
-  KBRL_CHECK_INPUT(t != nullptr, "the reduction generator does not cover task {} ({})", task.id,
-                   task.name);
+  check_covered(t != nullptr, "reduction", task);
   return *t;
 }
 
 bool is_arg(Op op) { return op == Op::argmax || op == Op::argmin; }
 bool is_sum(Op op) { return op == Op::sum; }
-
-std::string load(const std::string& hint, const std::string& ptr) {
-  if (hint == "ldg") return "__ldg(" + ptr + ")";
-  if (hint == "streaming") return "__ldcs(" + ptr + ")";
-  return "*(" + ptr + ")";
-}
 
 // Helpers of the operation: for value ops Acc, k_init, k_add (Acc, float), k_out (Acc -> float),
 // k_merge (float, float); for arg ops k_better.
@@ -96,8 +90,8 @@ std::string helpers(Op op, bool half) {
 // The scan of one thread over rows r0, r0 + step, ... < r1 of column pointer p (x + b*R*K + k):
 // leaves `float part` (value ops) or `float best; int at` (arg ops).
 std::string scan(Op op, int64_t unroll, int64_t acc, const std::string& hint) {
-  const std::string ld = load(hint, "p + r * K");
-  const std::string ldu = load(hint, "p + (r + u * step) * K");
+  const std::string ld = load_expr(hint, "p + r * K");
+  const std::string ldu = load_expr(hint, "p + (r + u * step) * K");
   std::string s;
   if (is_arg(op)) {
     s += "    long long r = r0;\n"
@@ -307,9 +301,7 @@ class ReductionGenerator final : public Generator {
 
   Candidate generate(const TaskSpec& task, const Config& given) const override {
     const ReductionTask& t = task_of(task);
-    const KnobSpace knobs = space(task);
-    knobs.check(given);
-    const Config config = knobs.with_overrides(given, {});
+    const Config config = checked_config(space(task), given);
     const bool arg = is_arg(t.op);
 
     const auto& shape = task.inputs.at(0).shape;
@@ -327,8 +319,6 @@ class ReductionGenerator final : public Generator {
     Candidate candidate;
     candidate.task_id = task.id;
     candidate.source = source_of(t, config);
-    auto i64 = [](int64_t v) { return KernelArg{ArgKind::i64, 0, 0.0, v}; };
-    auto f32 = [](double v) { return KernelArg{ArgKind::f32, 0, v, 0}; };
 
     Launch main;
     main.kernel = "kbrl_reduce";
@@ -345,8 +335,8 @@ class ReductionGenerator final : public Generator {
         candidate.scratch.push_back({"part_index", B * splits * K * 4});
         main.args.push_back(KernelArg{ArgKind::scratch, 1});
       }
-      main.args.push_back(i64(R));
-      main.args.push_back(i64(K));
+      main.args.push_back(i64_arg(R));
+      main.args.push_back(i64_arg(K));
       candidate.launches.push_back(std::move(main));
 
       Launch combine;
@@ -357,17 +347,17 @@ class ReductionGenerator final : public Generator {
       combine.args = {KernelArg{ArgKind::scratch, 0}};
       if (arg) combine.args.push_back(KernelArg{ArgKind::scratch, 1});
       combine.args.push_back(KernelArg{ArgKind::output, 0});
-      combine.args.push_back(i64(K));
-      combine.args.push_back(i64(n));
-      combine.args.push_back(i64(splits));
-      if (!arg) combine.args.push_back(f32(scale));
+      combine.args.push_back(i64_arg(K));
+      combine.args.push_back(i64_arg(n));
+      combine.args.push_back(i64_arg(splits));
+      if (!arg) combine.args.push_back(f32_arg(scale));
       candidate.launches.push_back(std::move(combine));
     } else {
       main.grid = {static_cast<uint32_t>(col_blocks), static_cast<uint32_t>(B), 1};
       main.args.push_back(KernelArg{ArgKind::output, 0});
-      main.args.push_back(i64(R));
-      main.args.push_back(i64(K));
-      if (!arg) main.args.push_back(f32(scale));
+      main.args.push_back(i64_arg(R));
+      main.args.push_back(i64_arg(K));
+      if (!arg) main.args.push_back(f32_arg(scale));
       candidate.launches.push_back(std::move(main));
     }
     return candidate;

@@ -5,6 +5,8 @@
 
 #include <kbrl/error.h>
 
+#include "family_common.h"
+
 namespace kbrl {
 namespace {
 
@@ -25,16 +27,11 @@ constexpr ScanOp kOps[] = {
     {93, "y = cumsum(x * mask, 1)", false, false, false, true},
 };
 
-const ScanOp* find_op(int task_id) {
-  for (const auto& op : kOps)
-    if (op.task_id == task_id) return &op;
-  return nullptr;
-}
+const ScanOp* find_op(int task_id) { return find_entry(kOps, &ScanOp::task_id, task_id); }
 
 const ScanOp& op_of(const TaskSpec& task) {
   const ScanOp* op = find_op(task.id);
-  KBRL_CHECK_INPUT(op != nullptr, "the scan generator does not cover task {} ({})", task.id,
-                   task.name);
+  check_covered(op != nullptr, "scan", task);
   KBRL_CHECK_INPUT(task.inputs.size() == (op->masked ? 2u : 1u) &&
                        task.inputs[0].shape.size() == 2 && task.outputs.size() == 1 &&
                        task.outputs[0].shape == task.inputs[0].shape &&
@@ -197,31 +194,43 @@ __device__ __forceinline__ long long chunk_count(long long L, long long C) {
   return s;
 }
 
+/// The kernel's signature: `kbrl_scan(x, [mask,] y, rows, L)`.
+std::string kernel_head(bool masked) {
+  return std::string("extern \"C\" __global__ void kbrl_scan(const float* __restrict__ x, ") +
+         (masked ? "const unsigned char* __restrict__ mask, " : "") +
+         "float* __restrict__ y,\n"
+         "                                     long long rows, long long L) {\n";
+}
+
+/// The start of a row's body: the row pointers, the carry, and the loop over the chunks (in the
+/// scan's direction) up to the chunk index `c`.
+std::string row_loop_head(bool masked) {
+  return std::string("    const float* __restrict__ xr = x + row * L;\n"
+                     "    float* __restrict__ yr = y + row * L;\n") +
+         (masked ? "    const unsigned char* __restrict__ mr = mask + row * L;\n"
+                 : "    const unsigned char* __restrict__ mr = nullptr;\n") +
+         "    const bool vec_ok = rows_aligned(xr, mr, yr);\n"
+         "    T carry = identity();\n"
+         "    for (long long cc = 0; cc < chunks; ++cc) {\n"
+         "      const long long c = kReverse ? chunks - 1 - cc : cc;\n";
+}
+
 std::string block_kernel(bool masked) {
   std::string s = R"(
 // One block per row: chunks of blockDim.x * kItems elements, the threads' totals scanned over the
 // warps (shuffles) and across the warps (shared memory), a carry across the chunks.
-extern "C" __global__ void kbrl_scan(const float* __restrict__ x, )";
-  s += masked ? "const unsigned char* __restrict__ mask, " : "";
-  s += R"(float* __restrict__ y,
-                                     long long rows, long long L) {
-  __shared__ T totals[2][32];  // double-buffered by chunk: two barriers per chunk suffice
+)";
+  s += kernel_head(masked);
+  s += R"(  __shared__ T totals[2][32];  // double-buffered by chunk: two barriers per chunk suffice
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
   const int rank = kReverse ? 31 - lane : lane;
   const int wrank = kReverse ? nw - 1 - warp : warp;
   const long long C = (long long)blockDim.x * kItems;
   const long long chunks = chunk_count(L, C);
   for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
-    const float* __restrict__ xr = x + row * L;
-    float* __restrict__ yr = y + row * L;
 )";
-  s += masked ? "    const unsigned char* __restrict__ mr = mask + row * L;\n"
-              : "    const unsigned char* __restrict__ mr = nullptr;\n";
-  s += R"(    const bool vec_ok = rows_aligned(xr, mr, yr);
-    T carry = identity();
-    for (long long cc = 0; cc < chunks; ++cc) {
-      const long long c = kReverse ? chunks - 1 - cc : cc;
-      const long long base = c * C + (long long)threadIdx.x * kItems;
+  s += row_loop_head(masked);
+  s += R"(      const long long base = c * C + (long long)threadIdx.x * kItems;
       T v[kItems];
       load_items(xr, mr, base, L, vec_ok, v);
       const T total = thread_scan(v);
@@ -256,27 +265,18 @@ std::string warp_kernel(bool masked) {
   std::string s = R"(
 // One warp per row: chunks of 32 * kItems elements, the lanes' totals scanned with shuffles, a carry
 // across the chunks; no block barriers (blockDim.x / 32 rows per block).
-extern "C" __global__ void kbrl_scan(const float* __restrict__ x, )";
-  s += masked ? "const unsigned char* __restrict__ mask, " : "";
-  s += R"(float* __restrict__ y,
-                                     long long rows, long long L) {
-  const int lane = threadIdx.x & 31;
+)";
+  s += kernel_head(masked);
+  s += R"(  const int lane = threadIdx.x & 31;
   const int rank = kReverse ? 31 - lane : lane;
   const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
   const long long C = 32LL * kItems;
   const long long chunks = chunk_count(L, C);
   for (long long row = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); row < rows;
        row += warps) {
-    const float* __restrict__ xr = x + row * L;
-    float* __restrict__ yr = y + row * L;
 )";
-  s += masked ? "    const unsigned char* __restrict__ mr = mask + row * L;\n"
-              : "    const unsigned char* __restrict__ mr = nullptr;\n";
-  s += R"(    const bool vec_ok = rows_aligned(xr, mr, yr);
-    T carry = identity();
-    for (long long cc = 0; cc < chunks; ++cc) {
-      const long long c = kReverse ? chunks - 1 - cc : cc;
-      const long long base = c * C + (long long)lane * kItems;
+  s += row_loop_head(masked);
+  s += R"(      const long long base = c * C + (long long)lane * kItems;
       T v[kItems];
       load_items(xr, mr, base, L, vec_ok, v);
       const T incl = warp_inclusive(thread_scan(v), rank);
@@ -337,9 +337,7 @@ class ScanGenerator final : public Generator {
 
   Candidate generate(const TaskSpec& task, const Config& given) const override {
     const ScanOp& op = op_of(task);
-    const KnobSpace knobs = space(task);
-    knobs.check(given);
-    const Config config = knobs.with_overrides(given, {});  // in the space's order
+    const Config config = checked_config(space(task), given);
 
     const int64_t block = config.integer("block");
     const int64_t rows = task.inputs[0].shape[0];
@@ -358,8 +356,8 @@ class ScanGenerator final : public Generator {
     launch.args = {KernelArg{ArgKind::input, 0}};
     if (op.masked) launch.args.push_back(KernelArg{ArgKind::input, 1});
     launch.args.push_back(KernelArg{ArgKind::output, 0});
-    launch.args.push_back(KernelArg{ArgKind::i64, 0, 0.0, rows});
-    launch.args.push_back(KernelArg{ArgKind::i64, 0, 0.0, length});
+    launch.args.push_back(i64_arg(rows));
+    launch.args.push_back(i64_arg(length));
     candidate.launches.push_back(std::move(launch));
     return candidate;
   }

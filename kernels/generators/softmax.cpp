@@ -5,19 +5,19 @@
 
 #include <kbrl/error.h>
 
+#include "device_snippets.h"
+#include "family_common.h"
+
 namespace kbrl {
 namespace {
 
-/// Two waves of resident blocks on an H100 SXM (132 SMs, 2048 threads each).
-constexpr int64_t kWaveThreads = 2 * 132 * 2048;
 /// The most floats the cached variant keeps per row (32 KiB of static shared memory).
 constexpr int64_t kMaxCacheFloats = 8192;
 
 bool is_log(int task_id) { return task_id == 24; }
 
 void check_task(const TaskSpec& task) {
-  KBRL_CHECK_INPUT(task.id == 23 || task.id == 24,
-                   "the softmax generator does not cover task {} ({})", task.id, task.name);
+  check_covered(task.id == 23 || task.id == 24, "softmax", task);
   KBRL_CHECK_INPUT(task.inputs.size() == 1 && task.inputs[0].shape.size() == 2 &&
                        task.outputs.size() == 1 && task.outputs[0].shape == task.inputs[0].shape,
                    "task {}: the softmax generator expects y = f(x) over a 2-d x", task.id);
@@ -25,43 +25,23 @@ void check_task(const TaskSpec& task) {
 
 std::string prelude(bool half, bool fast) {
   std::string s;
+  FloatMath math = FloatMath::exact;
   if (half) {
     s += "#include <cuda_fp16.h>\n\n"
-         "// precision=fp16_compute (unsafe): exp(x - max) is evaluated in __half; sums stay fp32.\n"
-         "__device__ __forceinline__ float k_exp(float d) { return __half2float(hexp(__float2half(d))); }\n"
-         "__device__ __forceinline__ float k_log(float v) { return logf(v); }\n"
-         "__device__ __forceinline__ float k_div(float a, float b) { return a / b; }\n";
+         "// precision=fp16_compute (unsafe): exp(x - max) is evaluated in __half; sums stay fp32.\n";
+    math = FloatMath::half_exp;
   } else if (fast) {
-    s += "// fast_math=on (unsafe): intrinsics, and the whole unit under --use_fast_math.\n"
-         "__device__ __forceinline__ float k_exp(float d) { return __expf(d); }\n"
-         "__device__ __forceinline__ float k_log(float v) { return __logf(v); }\n"
-         "__device__ __forceinline__ float k_div(float a, float b) { return __fdividef(a, b); }\n";
-  } else {
-    s += "__device__ __forceinline__ float k_exp(float d) { return expf(d); }\n"
-         "__device__ __forceinline__ float k_log(float v) { return logf(v); }\n"
-         "__device__ __forceinline__ float k_div(float a, float b) { return a / b; }\n";
+    s += kFastMathNote;
+    math = FloatMath::fast;
   }
+  s += k_exp_helper(math, "d") + k_log_helper(math) + k_div_helper(math);
   s += R"(
 #define KBRL_NEG_INF (__int_as_float(0xff800000))
 
 // A running softmax state: the maximum seen and the sum of exp(v - max) over the values seen.
-struct MaxSum {
-  float m;
-  float s;
-};
-
-// max that propagates NaN, as torch's reduction does.
-__device__ __forceinline__ float kbrl_max(float a, float b) { return (a > b || a != a) ? a : b; }
-
-__device__ __forceinline__ void kbrl_add(MaxSum& st, float v) {
-  if (v > st.m) {
-    st.s = st.s * k_exp(st.m - v) + 1.0f;  // exp(-inf) = 0 for the first value
-    st.m = v;
-  } else if (v != KBRL_NEG_INF) {  // -inf adds exp(-inf) = 0 (even while st.m is still -inf)
-    st.s += k_exp(v - st.m);  // a NaN value makes the sum NaN
-  }
-}
-
+)";
+  s += kMaxSumState;
+  s += R"(
 __device__ __forceinline__ MaxSum kbrl_merge(MaxSum a, MaxSum b) {
   const float m = kbrl_max(a.m, b.m);
   if (m == KBRL_NEG_INF) return MaxSum{m, a.s + b.s};  // both empty
@@ -85,37 +65,9 @@ __device__ __forceinline__ MaxSum kbrl_shfl(MaxSum v, int o) {
   return MaxSum{__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)};
 }
 
-// Reduces one value per thread over the block (blockDim.x a multiple of 32, at most 1024); every
-// thread gets the result. `smem` holds 32 values and may be reused once this returns.
-template <class T, class Op>
-__device__ __forceinline__ T kbrl_block_reduce(T v, T identity, T* smem, Op op) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = op(v, kbrl_shfl(v, o));
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int warps = (int)(blockDim.x >> 5);
-  if (lane == 0) smem[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < warps ? smem[lane] : identity;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v = op(v, kbrl_shfl(v, o));
-    if (lane == 0) smem[0] = v;
-  }
-  __syncthreads();
-  const T r = smem[0];
-  __syncthreads();
-  return r;
-}
 )";
+  s += block_reduce_helper(WarpStep::shuffle_loop);
   return s;
-}
-
-std::string load(bool streaming, const std::string& ptr) {
-  return streaming ? "__ldcs(" + ptr + ")" : "*(" + ptr + ")";
-}
-
-std::string store(bool streaming, const std::string& ptr, const std::string& value) {
-  return streaming ? "__stcs(" + ptr + ", " + value + ")" : "*(" + ptr + ") = " + value;
 }
 
 /// A read-only pass over the row: `body` runs for each element, named `v`. With `fill`, the
@@ -139,17 +91,16 @@ std::string read_pass(bool vec4, bool fill, const std::string& body) {
 }
 
 /// The normalizing pass: y = f(x) with f written over `v` in `fn`.
-std::string write_pass(bool vec4, bool cached, bool streaming, const std::string& fn) {
+std::string write_pass(bool vec4, bool cached, const std::string& hint, const std::string& fn) {
   auto f = [&](const std::string& v) {
     std::string r = fn;
-    for (size_t p = r.find("$v"); p != std::string::npos; p = r.find("$v", p + v.size()))
-      r.replace(p, 2, v);
+    replace_all(r, "$v", v);
     return r;
   };
   std::string s;
   if (vec4) {
     s += "    for (long long j = threadIdx.x; j < nv; j += blockDim.x) {\n";
-    const std::string gl = load(streaming, "reinterpret_cast<const float4*>(in) + j");
+    const std::string gl = load_expr(hint, "reinterpret_cast<const float4*>(in) + j");
     if (cached)
       s += "      float4 q = 4 * j + 4 <= kCache ? reinterpret_cast<const float4*>(cache)[j] : " +
            gl + ";\n";
@@ -157,22 +108,22 @@ std::string write_pass(bool vec4, bool cached, bool streaming, const std::string
       s += "      float4 q = " + gl + ";\n";
     for (const char* c : {"x", "y", "z", "w"})
       s += fmt::format("      q.{} = {};\n", c, f(std::string("q.") + c));
-    s += "      " + store(streaming, "reinterpret_cast<float4*>(out) + j", "q") + ";\n    }\n";
+    s += "      " + store_expr(hint, "reinterpret_cast<float4*>(out) + j", "q") + ";\n    }\n";
   }
   s += std::string("    for (long long i = ") + (vec4 ? "4 * nv" : "0") +
        " + threadIdx.x; i < cols; i += blockDim.x) {\n";
   if (cached)
-    s += "      const float v = i < kCache ? cache[i] : " + load(streaming, "in + i") + ";\n";
+    s += "      const float v = i < kCache ? cache[i] : " + load_expr(hint, "in + i") + ";\n";
   else
-    s += "      const float v = " + load(streaming, "in + i") + ";\n";
-  s += "      " + store(streaming, "out + i", f("v")) + ";\n    }\n";
+    s += "      const float v = " + load_expr(hint, "in + i") + ";\n";
+  s += "      " + store_expr(hint, "out + i", f("v")) + ";\n    }\n";
   return s;
 }
 
 std::string source_of(const TaskSpec& task, const Config& config) {
   const std::string variant = config.at("variant");
   const bool vec4 = config.integer("vec") == 4;
-  const bool streaming = config.at("cache_hint") == "streaming";
+  const std::string hint = config.at("cache_hint");
   const bool half = config.at("precision") == "fp16_compute";
   const bool fast = config.at("fast_math") == "on";
   const bool cached = variant == "block_per_row_cached";
@@ -225,9 +176,9 @@ std::string source_of(const TaskSpec& task, const Config& config) {
   s += std::string("    // last pass: normalize\n");
   if (log) {
     s += "    const float logsum = k_log(sum);\n";
-    s += write_pass(vec4, cached, streaming, "$v - m - logsum");
+    s += write_pass(vec4, cached, hint, "$v - m - logsum");
   } else {
-    s += write_pass(vec4, cached, streaming, "k_div(k_exp($v - m), sum)");
+    s += write_pass(vec4, cached, hint, "k_div(k_exp($v - m), sum)");
   }
   if (cached) s += "    __syncthreads();  // the cache is refilled for the next row\n";
   s += "  }\n}\n";
@@ -260,39 +211,31 @@ class SoftmaxGenerator final : public Generator {
                    "fp16_compute (unsafe): exp(x - max) evaluated in __half (sums stay fp32)"})
         .add_knob({"fast_math", {"off", "on"},
                    "on (unsafe): --use_fast_math and the __expf/__logf/__fdividef intrinsics"});
-    space.add_constraint({"fast_math=on requires precision=fp32 (one unsafe precision knob at a time)",
-                          {"precision", "fast_math"},
-                          [](const Config& c) {
-                            return c.at("fast_math") == "off" || c.at("precision") == "fp32";
-                          }});
+    space.add_constraint(fast_math_needs_fp32());
     return space;
   }
 
   Candidate generate(const TaskSpec& task, const Config& given) const override {
     check_task(task);
-    const KnobSpace knobs = space(task);
-    knobs.check(given);
-    const Config config = knobs.with_overrides(given, {});  // in the space's order
+    const Config config = checked_config(space(task), given);
 
     const int64_t block = config.integer("block");
     const int64_t rows = task.inputs[0].shape[0];
     const int64_t cols = task.inputs[0].shape[1];
     int64_t grid = std::max<int64_t>(1, rows);
-    if (config.at("grid") == "waves") grid = std::min(grid, kWaveThreads / block);
-    KBRL_CHECK_INPUT(grid <= 2147483647, "task {}: {} blocks exceed CUDA's grid limit", task.id,
-                     grid);
+    if (config.at("grid") == "waves") grid = std::min(grid, kTwoWaveThreads / block);
 
     Candidate candidate;
     candidate.task_id = task.id;
     candidate.source = source_of(task, config);
     Launch launch;
     launch.kernel = "kbrl_softmax";
-    launch.grid = {static_cast<uint32_t>(grid), 1, 1};
+    launch.grid = {grid_dim(grid, task.id), 1, 1};
     launch.block = {static_cast<uint32_t>(block), 1, 1};
-    launch.args = {KernelArg{ArgKind::input, 0}, KernelArg{ArgKind::output, 0},
-                   KernelArg{ArgKind::i64, 0, 0.0, rows}, KernelArg{ArgKind::i64, 0, 0.0, cols}};
+    launch.args = {KernelArg{ArgKind::input, 0}, KernelArg{ArgKind::output, 0}, i64_arg(rows),
+                   i64_arg(cols)};
     candidate.launches.push_back(std::move(launch));
-    if (config.at("fast_math") == "on") candidate.options.push_back("--use_fast_math");
+    add_fast_math_option(candidate, config);
     return candidate;
   }
 
