@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <kbrl/csv.h>
+
 #include <experiments/report_schemas.h>
 #include <experiments/schemas.h>
 
@@ -83,6 +85,48 @@ TEST(ExperimentPrograms, EveryExperimentWritesItsTablesOnTheSyntheticEnvironment
       EXPECT_TRUE(fs::exists(results / "tiny" / "figures" / (std::string(fig) + ".svg"))) << fig;
     }
   }
+  fs::remove_all(results);
+}
+
+/// The rows of a CSV as column -> value maps.
+std::vector<std::map<std::string, std::string>> read_rows(const fs::path& file) {
+  std::ifstream in(file);
+  std::string line;
+  std::getline(in, line);
+  const std::vector<std::string> header = csv::split_line(line);
+  std::vector<std::map<std::string, std::string>> rows;
+  while (std::getline(in, line)) {
+    const std::vector<std::string> f = csv::split_line(line);
+    std::map<std::string, std::string> row;
+    for (size_t i = 0; i < header.size() && i < f.size(); ++i) row[header[i]] = f[i];
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// The smoke budget's RLVR must move the policy enough to change its rewards (four steps at a low
+// learning rate once left it within KL 0.003 of its start): on the synthetic table, the same samples
+// of every train task score higher after RLVR than before, and settings.json records the budget.
+TEST(ExperimentPrograms, SmokeBudgetRlvrRaisesTheRewardOfTheSameSamples) {
+  const fs::path results = fs::temp_directory_path() / ("kbrl-test-smoke-rlvr-" + std::to_string(::getpid()));
+  fs::remove_all(results);
+  ASSERT_EQ(run(std::string(KBRL_EXPERIMENT) + " base_policy --env synthetic --budget smoke --results " +
+                results.string()),
+            0);
+  const fs::path dir = results / "smoke" / "base_policy";
+  const auto eval = read_rows(dir / "rlvr_eval.csv");
+  ASSERT_EQ(eval.size(), 2u);
+  EXPECT_EQ(eval[0].at("run"), "before_rlvr");
+  EXPECT_EQ(eval[1].at("run"), "after_rlvr");
+  EXPECT_EQ(eval[0].at("rollouts"), eval[1].at("rollouts"));
+  EXPECT_GT(std::stod(eval[1].at("mean_reward")), std::stod(eval[0].at("mean_reward")));
+  const auto steps = read_rows(dir / "rlvr_steps.csv");
+  ASSERT_FALSE(steps.empty());
+  EXPECT_GT(std::stod(steps.back().at("kl_to_start")), 0.05);
+  std::ifstream settings(dir / "settings.json");
+  const std::string text((std::istreambuf_iterator<char>(settings)), std::istreambuf_iterator<char>());
+  for (const char* key : {"\"settings\"", "\"rlvr_learning_rate\"", "\"train_tasks\"", "\"ttt_k\""})
+    EXPECT_NE(text.find(key), std::string::npos) << key;
   fs::remove_all(results);
 }
 
