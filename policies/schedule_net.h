@@ -64,7 +64,6 @@ struct BatchTerms {
   UpdateStats stats;
 };
 
-
 }  // namespace schedule_net
 
 using schedule_net::BatchTerms;
