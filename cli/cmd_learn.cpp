@@ -239,9 +239,12 @@ void run_train(const CommonOptions& o) {
   EnvHandle env = make_env(o, c.scale);
   write_run_json(dir, "train", o, j);
   CsvTable steps(dir / "steps.csv", schemas::training_steps());
+  std::unique_ptr<CsvTable> eval;
+  if (c.eval_every > 0) eval = std::make_unique<CsvTable>(dir / "eval.csv", schemas::training_steps());
   progress_line(fmt::format("train: {} tasks, {} steps of {} tasks x {} rollouts, env {}", c.tasks.size(),
                             c.steps, c.tasks_per_batch, c.group_size, env.env->name()));
-  const std::vector<StepMetrics> metrics = run_rlvr(*policy, *env.env, c, &steps, dir / "checkpoints", progress_line);
+  const std::vector<StepMetrics> metrics =
+      run_rlvr(*policy, *env.env, c, &steps, dir / "checkpoints", progress_line, eval.get());
   if (!metrics.empty()) {
     const StepMetrics& first = metrics.front();
     const StepMetrics& last = metrics.back();
@@ -250,8 +253,8 @@ void run_train(const CommonOptions& o) {
                              metrics.size(), first.correct_rate, last.correct_rate, first.fast_1, last.fast_1,
                              first.mean_reward, last.mean_reward);
   }
-  std::cout << "wrote " << steps.path().string() << " and " << (dir / "checkpoints").string()
-            << "/ (final.pt: the trained policy)\n";
+  std::cout << "wrote " << steps.path().string() << (eval ? ", " + eval->path().string() : std::string())
+            << " and " << (dir / "checkpoints").string() << "/ (final.pt: the trained policy)\n";
 }
 
 // ---- kbrl ttt ----
@@ -431,7 +434,7 @@ void add_sample_command(CLI::App& app) {
 
 void add_train_command(CLI::App& app) {
   auto o = std::make_shared<CommonOptions>();
-  auto* cmd = app.add_subcommand("train", "RLVR: GRPO with LoRA over a task set (DIR/steps.csv, DIR/checkpoints/)");
+  auto* cmd = app.add_subcommand("train", "RLVR: GRPO with LoRA over a task set (DIR/steps.csv, DIR/eval.csv with --eval-every, DIR/checkpoints/)");
   add_common_options(cmd, *o,
                      {{"--steps", "steps", "optimizer steps"},
                       {"--tasks-per-batch", "tasks_per_batch", "tasks per step"},
@@ -440,6 +443,10 @@ void add_train_command(CLI::App& app) {
                       {"--learning-rate", "learning_rate", "Adam's learning rate"},
                       {"--lora-rank", "lora_rank", "LoRA rank"},
                       {"--checkpoint-every", "checkpoint_every", "adapter checkpoint every N steps (0: none)"},
+                      {"--eval-every", "eval_every",
+                       "evaluate every task (eval_k samples, fixed seeds) before the first step, every N steps "
+                       "and after the last, into DIR/eval.csv (0: off)"},
+                      {"--eval-k", "eval_k", "samples per task of those evaluations"},
                       {"--seed", "seed", "sampling and shuffling seed"},
                       {"--run", "run", "the run's name in the CSV"}});
   cmd->callback([o] { run_train(*o); });

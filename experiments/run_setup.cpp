@@ -307,7 +307,7 @@ void set_config_value(nlohmann::json& config, const std::string& key, const std:
 std::vector<std::string> rlvr_config_keys() {
   return join_keys({kTaskKeys, kOptimizerKeys, kLoraKeys, kGrpoKeys,
                     {"tasks_per_batch", "group_size", "steps", "temperature", "lora", "checkpoint_every",
-                     "seed", "run"}});
+                     "seed", "run", "eval_every", "eval_k", "eval_seed"}});
 }
 
 std::vector<std::string> ttt_config_keys() {
@@ -340,6 +340,9 @@ RlvrConfig read_rlvr_config(const nlohmann::json& j, const std::string& source) 
   r.integer("checkpoint_every", c.checkpoint_every, 0);
   r.seed("seed", c.seed);
   r.text("run", c.run);
+  r.integer("eval_every", c.eval_every, 0);
+  r.integer("eval_k", c.eval_k, 1);
+  r.seed("eval_seed", c.eval_seed);
   return c;
 }
 

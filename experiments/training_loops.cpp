@@ -112,11 +112,13 @@ std::vector<std::string> training_step_row(const std::string& run, const StepMet
 
 std::vector<StepMetrics> run_rlvr(TrainablePolicy& policy, Environment& env, const RlvrConfig& c,
                                   CsvTable* steps_csv, const std::filesystem::path& checkpoint_dir,
-                                  const Progress& progress) {
+                                  const Progress& progress, CsvTable* eval_csv) {
   check_tasks(c.tasks, "rlvr");
   KBRL_CHECK_INPUT(c.tasks_per_batch > 0 && c.group_size > 1 && c.steps >= 0,
                    "rlvr: tasks_per_batch {} must be > 0, group_size {} > 1, steps {} >= 0",
                    c.tasks_per_batch, c.group_size, c.steps);
+  KBRL_CHECK_INPUT(c.eval_every >= 0 && c.eval_k > 0, "rlvr: eval_every {} must be >= 0 and eval_k {} > 0",
+                   c.eval_every, c.eval_k);
   KBRL_CHECK_INPUT(c.temperature > 0, "rlvr: temperature must be > 0 (got {})", c.temperature);
   policy.set_optimizer(c.optimizer);
   if (c.lora) policy.add_adapter(c.lora_config, c.seed);
@@ -129,6 +131,27 @@ std::vector<StepMetrics> run_rlvr(TrainablePolicy& policy, Environment& env, con
   uint64_t order_state = c.seed ^ 0x0DDBA11ULL;
   std::vector<int> order;
   size_t next = 0;
+  const auto evaluate_all_tasks = [&](int updates) {
+    const auto start = Clock::now();
+    Budget budget;
+    std::vector<Rollout> all;
+    for (int id : c.tasks) {
+      const TaskSpec task = task_spec(id, c.scale);
+      std::vector<Rollout> r = roll(policy, env, task, c.eval_k, c.temperature, sample_seed(c.eval_seed, 0, id), budget);
+      all.insert(all.end(), r.begin(), r.end());
+    }
+    StepMetrics m = score_rollouts(all);
+    m.step = updates;
+    m.tasks = static_cast<int>(c.tasks.size());
+    budget.wall_seconds = seconds_since(start);
+    m.budget = budget;
+    if (eval_csv) eval_csv->row(training_step_row(c.run + "_eval", m));
+    if (progress)
+      progress(fmt::format("rlvr eval after {} updates: correct {:.3f} fast_1 {:.3f} reward {:.3f} over {} "
+                           "rollouts ({:.1f} s)",
+                           updates, m.correct_rate, m.fast_1, m.mean_reward, m.rollouts, budget.wall_seconds));
+  };
+  if (c.eval_every > 0) evaluate_all_tasks(0);
   std::vector<StepMetrics> out;
   for (int step = 0; step < c.steps; ++step) {
     const auto start = Clock::now();
@@ -166,6 +189,7 @@ std::vector<StepMetrics> run_rlvr(TrainablePolicy& policy, Environment& env, con
     out.push_back(m);
     if (!checkpoint_dir.empty() && c.lora && c.checkpoint_every > 0 && (step + 1) % c.checkpoint_every == 0)
       policy.save_adapter(checkpoint_dir / fmt::format("adapter_step_{}.pt", step + 1));
+    if (c.eval_every > 0 && ((step + 1) % c.eval_every == 0 || step + 1 == c.steps)) evaluate_all_tasks(step + 1);
   }
   if (c.lora) policy.merge_adapter();
   if (!checkpoint_dir.empty()) policy.save_base(checkpoint_dir / "final.pt");

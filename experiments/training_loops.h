@@ -67,15 +67,22 @@ struct RlvrConfig {
   int checkpoint_every = 10;  // 0 = none
   uint64_t seed = 0;
   std::string run = "rlvr";
+  // Evaluation of every task of `tasks` (eval_k samples each, the same seeds every time) before the
+  // first update, every eval_every updates and after the last: a learning curve whose points
+  // compare, unlike the batches that cycle through the tasks. 0 = off.
+  int eval_every = 0;
+  int eval_k = 8;
+  uint64_t eval_seed = 99;
 };
 
 /// RLVR: each step samples `group_size` rollouts for each of the next `tasks_per_batch` tasks (the
 /// split reshuffled every epoch), takes group-relative advantages and one GRPO step. Checkpoints
 /// (base.pt once, adapter_step_N.pt every N steps, final.pt with the adapter merged) go to
-/// `checkpoint_dir` when not empty. Returns one StepMetrics per step.
+/// `checkpoint_dir` when not empty. With eval_every > 0, `eval_csv` gets one row per evaluation
+/// (run "<run>_eval", step = updates so far). Returns one StepMetrics per step.
 std::vector<StepMetrics> run_rlvr(TrainablePolicy& policy, Environment& env, const RlvrConfig& config,
                                   CsvTable* steps_csv, const std::filesystem::path& checkpoint_dir,
-                                  const Progress& progress = {});
+                                  const Progress& progress = {}, CsvTable* eval_csv = nullptr);
 
 enum class TttUpdate { grpo, sdpo };
 

@@ -84,6 +84,7 @@ TEST(CliLearn, TrainWritesStepsAndCheckpoints) {
     EXPECT_TRUE(fs::exists(dir / "checkpoints" / f)) << f;
   EXPECT_TRUE(fs::exists(dir / "run.json"));
   EXPECT_NE(r.output.find("rlvr step 2/2"), std::string::npos) << r.output;  // progress on stderr
+  EXPECT_FALSE(fs::exists(dir / "eval.csv"));  // periodic evaluation is off unless asked for
 
   // A config file, with a flag overriding it; the trained policy loads as a checkpoint.
   const fs::path config = dir / "rlvr.json";
@@ -97,6 +98,29 @@ TEST(CliLearn, TrainWritesStepsAndCheckpoints) {
   ASSERT_EQ(steps2.rows.size(), 1u);
   EXPECT_EQ(steps2.rows[0].at("run"), "from_file");
   EXPECT_EQ(steps2.rows[0].at("rollouts"), "3");
+}
+
+TEST(CliLearn, TrainEvaluatesEveryTaskOnSchedule) {
+  const fs::path dir = scratch("train_eval");
+  const auto r = run_cli("train" + kSynthetic + "--task 19,23,47 --steps 5 --tasks-per-batch 1 --group-size 4 "
+                         "--learning-rate 0.05 --eval-every 2 --eval-k 3 --checkpoint-every 0 --out " + dir.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const Csv eval = read_csv(dir / "eval.csv");
+  EXPECT_EQ(eval.header, schemas::training_steps().header());
+  // Before the first update, after updates 2 and 4, and after the last (5).
+  ASSERT_EQ(eval.rows.size(), 4u);
+  const char* updates[] = {"0", "2", "4", "5"};
+  for (size_t i = 0; i < eval.rows.size(); ++i) {
+    EXPECT_EQ(eval.rows[i].at("step"), updates[i]);
+    EXPECT_EQ(eval.rows[i].at("run"), "rlvr_eval");
+    EXPECT_EQ(eval.rows[i].at("tasks"), "3");
+    EXPECT_EQ(eval.rows[i].at("rollouts"), "9");  // every task, 3 samples each
+  }
+  EXPECT_NE(r.output.find("rlvr eval after 5 updates"), std::string::npos) << r.output;
+  const auto bad = run_cli("train" + kSynthetic + "--task 19 --steps 1 --eval-k 0 --out " +
+                           scratch("train_eval_bad").string());
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("eval_k"), std::string::npos) << bad.output;
 }
 
 TEST(CliLearn, TttWritesOnePlusStepsRowsAndNamesTheBoaStep) {
