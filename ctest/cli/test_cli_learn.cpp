@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include <kbrl/csv.h>
 #include <kbrl/error.h>
 
 #include "cli_testing.h"
+#include "ctest/csv_testing.h"
 #include "experiments/run_setup.h"
 #include "experiments/schemas.h"
 #include "harness/gpu_session.h"
@@ -33,28 +33,6 @@ fs::path scratch(const std::string& name) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
-}
-
-struct Csv {
-  std::string header;
-  std::vector<std::map<std::string, std::string>> rows;
-};
-
-Csv read_csv(const fs::path& file) {
-  Csv out;
-  std::ifstream in(file);
-  EXPECT_TRUE(in.good()) << "cannot read " << file;
-  std::getline(in, out.header);
-  const std::vector<std::string> columns = csv::split_line(out.header);
-  std::string line;
-  while (std::getline(in, line)) {
-    const std::vector<std::string> fields = csv::split_line(line);
-    EXPECT_EQ(fields.size(), columns.size()) << line;
-    std::map<std::string, std::string> row;
-    for (size_t i = 0; i < columns.size() && i < fields.size(); ++i) row[columns[i]] = fields[i];
-    out.rows.push_back(std::move(row));
-  }
-  return out;
 }
 
 const std::string kSynthetic = " --env synthetic --scale small ";

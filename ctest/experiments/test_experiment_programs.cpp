@@ -11,10 +11,10 @@
 
 #include <gtest/gtest.h>
 
-#include <kbrl/csv.h>
-
 #include <experiments/report_schemas.h>
 #include <experiments/schemas.h>
+
+#include "ctest/csv_testing.h"
 
 namespace kbrl {
 namespace {
@@ -88,22 +88,6 @@ TEST(ExperimentPrograms, EveryExperimentWritesItsTablesOnTheSyntheticEnvironment
   fs::remove_all(results);
 }
 
-/// The rows of a CSV as column -> value maps.
-std::vector<std::map<std::string, std::string>> read_rows(const fs::path& file) {
-  std::ifstream in(file);
-  std::string line;
-  std::getline(in, line);
-  const std::vector<std::string> header = csv::split_line(line);
-  std::vector<std::map<std::string, std::string>> rows;
-  while (std::getline(in, line)) {
-    const std::vector<std::string> f = csv::split_line(line);
-    std::map<std::string, std::string> row;
-    for (size_t i = 0; i < header.size() && i < f.size(); ++i) row[header[i]] = f[i];
-    rows.push_back(row);
-  }
-  return rows;
-}
-
 // The smoke budget's RLVR must move the policy enough to change its rewards (four steps at a low
 // learning rate once left it within KL 0.003 of its start): on the synthetic table, the same samples
 // of every train task score higher after RLVR than before, and settings.json records the budget.
@@ -114,13 +98,13 @@ TEST(ExperimentPrograms, SmokeBudgetRlvrRaisesTheRewardOfTheSameSamples) {
                 results.string()),
             0);
   const fs::path dir = results / "smoke" / "base_policy";
-  const auto eval = read_rows(dir / "rlvr_eval.csv");
+  const auto eval = testing::read_csv(dir / "rlvr_eval.csv").rows;
   ASSERT_EQ(eval.size(), 2u);
   EXPECT_EQ(eval[0].at("run"), "before_rlvr");
   EXPECT_EQ(eval[1].at("run"), "after_rlvr");
   EXPECT_EQ(eval[0].at("rollouts"), eval[1].at("rollouts"));
   EXPECT_GT(std::stod(eval[1].at("mean_reward")), std::stod(eval[0].at("mean_reward")));
-  const auto steps = read_rows(dir / "rlvr_steps.csv");
+  const auto steps = testing::read_csv(dir / "rlvr_steps.csv").rows;
   ASSERT_FALSE(steps.empty());
   EXPECT_GT(std::stod(steps.back().at("kl_to_start")), 0.05);
   std::ifstream settings(dir / "settings.json");
