@@ -77,6 +77,20 @@ void from_json(const Json& j, RuntimeStats& s) {
   s.iqr_ms = get_number(j, f::iqr_ms);
 }
 
+void to_json(Json& j, const ActionInfo& a) {
+  j = {{f::kind, to_string(a.kind)},
+       {f::code, a.code},
+       {f::token_count, a.token_count},
+       {f::prompt_version, a.prompt_version}};
+}
+
+void from_json(const Json& j, ActionInfo& a) {
+  a.kind = parse_action_kind(j.at(f::kind).get<std::string>());
+  a.code = j.at(f::code).get<std::string>();
+  a.token_count = j.at(f::token_count).get<int64_t>();
+  a.prompt_version = j.at(f::prompt_version).get<std::string>();
+}
+
 void to_json(Json& j, const CompileInfo& c) {
   j = {{f::ok, c.ok},
        {f::log, c.log},
@@ -119,6 +133,7 @@ void to_json(Json& j, const EvalRecord& r) {
        {f::scale, to_string(r.scale)},
        {f::policy, optional_json(r.policy)},
        {f::raw_action, r.raw_action},
+       {f::action, r.action},
        {f::candidate, r.candidate},
        {f::compile, r.compile},
        {f::trials, r.trials},
@@ -145,6 +160,7 @@ void from_json(const Json& j, EvalRecord& r) {
   r.scale = parse_scale(j.at(f::scale).get<std::string>());
   r.policy = get_optional<std::string>(j, f::policy);
   r.raw_action = j.at(f::raw_action).get<std::string>();
+  r.action = version >= 2 ? j.at(f::action).get<ActionInfo>() : ActionInfo{};
   r.candidate = candidate_from_json(j.at(f::candidate));
   r.compile = j.at(f::compile).get<CompileInfo>();
   r.trials = j.at(f::trials).get<std::vector<TrialCheck>>();

@@ -5,6 +5,7 @@
 // else; ctest/harness/test_eval_record.cpp pins the whole document with a golden text.
 //   {"schema_version": 1, "key": "<64 hex>", "task_id": 19, "task_name": "19_ReLU",
 //    "scale": "small", "policy": "heuristic" | null, "raw_action": "...",
+//    "action": {"kind": "knobs" | "text", "code", "token_count", "prompt_version"},
 //    "candidate": {... kernels/candidate_json.h ...},
 //    "compile": {"ok", "log", "seconds", "cache_hit", "precision_findings": [...]},
 //    "trials": [{"trial", "seed_id", "passed", "max_abs_error", "max_rel_error", "failure"}],
@@ -24,13 +25,15 @@
 
 #include "harness/outcome.h"
 #include "harness/stats.h"
+#include "kernels/action.h"
 #include "kernels/candidate.h"
 #include "reference/task.h"
 
 namespace kbrl {
 
-/// The version of the record schema this kbrl writes; it reads this and older ones.
-inline constexpr int kEvalRecordSchemaVersion = 1;
+/// The version of the record schema this kbrl writes; it reads this and older ones. Version 2 added
+/// "action" (a version-1 record reads as a knob action with no code and no tokens).
+inline constexpr int kEvalRecordSchemaVersion = 2;
 
 /// The JSON field names of EvalRecord and its parts: the schema, in one place.
 namespace record_field {
@@ -41,6 +44,7 @@ inline constexpr const char* task_name = "task_name";
 inline constexpr const char* scale = "scale";
 inline constexpr const char* policy = "policy";
 inline constexpr const char* raw_action = "raw_action";
+inline constexpr const char* action = "action";
 inline constexpr const char* candidate = "candidate";
 inline constexpr const char* compile = "compile";
 inline constexpr const char* trials = "trials";
@@ -54,6 +58,11 @@ inline constexpr const char* flags = "flags";
 inline constexpr const char* device = "device";
 inline constexpr const char* kbrl_version = "kbrl_version";
 inline constexpr const char* timestamp = "timestamp";
+// action
+inline constexpr const char* kind = "kind";
+inline constexpr const char* code = "code";
+inline constexpr const char* token_count = "token_count";
+inline constexpr const char* prompt_version = "prompt_version";
 // compile
 inline constexpr const char* ok = "ok";
 inline constexpr const char* log = "log";
@@ -78,6 +87,15 @@ inline constexpr const char* q1_ms = "q1_ms";
 inline constexpr const char* q3_ms = "q3_ms";
 inline constexpr const char* iqr_ms = "iqr_ms";
 }  // namespace record_field
+
+/// What the record keeps of the action besides its raw text (EvalRecord::raw_action).
+struct ActionInfo {
+  ActionKind kind = ActionKind::knobs;
+  std::string code;         // text: the code extracted from the text (kernels/action.h)
+  int64_t token_count = 0;  // text: the model's tokens; knobs: one per knob
+  std::string prompt_version;  // text: the prompt it answered (policies/prompt.h)
+  bool operator==(const ActionInfo&) const = default;
+};
 
 /// The compile stage's result as the record keeps it.
 struct CompileInfo {
@@ -106,8 +124,9 @@ struct EvalRecord {
   std::string task_name;
   Scale scale = Scale::kernelbench;
   std::optional<std::string> policy;
-  std::string raw_action;  // the action as the policy produced it (tokens' text, knob values)
-  Candidate candidate;     // the assembled candidate: source, launches, scratch, options
+  std::string raw_action;  // the action as the policy produced it (model text, knob values)
+  ActionInfo action;
+  Candidate candidate;     // the assembled candidate (only task_id set after a format_error)
   CompileInfo compile;
   std::vector<TrialCheck> trials;
   std::optional<RuntimeStats> runtime;    // the candidate's timing; absent when not timed
@@ -123,6 +142,8 @@ struct EvalRecord {
   bool operator==(const EvalRecord&) const = default;
 };
 
+void to_json(nlohmann::json& j, const ActionInfo& action);
+void from_json(const nlohmann::json& j, ActionInfo& action);
 void to_json(nlohmann::json& j, const RuntimeStats& stats);
 void from_json(const nlohmann::json& j, RuntimeStats& stats);
 void to_json(nlohmann::json& j, const CompileInfo& compile);

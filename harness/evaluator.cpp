@@ -95,6 +95,8 @@ Evaluator::Evaluator(EvalSettings settings) : settings_(std::move(settings)), im
   KBRL_CHECK_INPUT(settings_.trials >= 1, "trials must be at least 1, not {}", settings_.trials);
   KBRL_CHECK_INPUT(settings_.atol >= 0 && settings_.rtol >= 0, "tolerances must not be negative");
   KBRL_CHECK_INPUT(settings_.job_timeout_seconds > 0, "the job timeout must be positive");
+  KBRL_CHECK_INPUT(!settings_.compile_only || !settings_.arch.empty(),
+                   "compiling without a GPU needs a target architecture: give --arch (e.g. sm_90)");
   impl_->secret = settings_.secret ? *settings_.secret : random_secret();
   impl_->peaks = settings_.peaks;
   if (!settings_.cache_dir.empty()) impl_->cache = std::make_unique<CompileCache>(settings_.cache_dir);
@@ -145,16 +147,52 @@ std::string Evaluator::key(const Candidate& candidate) {
 }
 
 EvalRecord Evaluator::evaluate(const Candidate& candidate, const std::string& raw_action,
-                               const std::optional<std::string>& policy) {
+                               const std::optional<std::string>& policy, const ActionInfo& action) {
   task_spec(candidate.task_id, settings_.scale);  // an unknown task is bad input, before any work
   CompileOptions options;
   options.arch = arch();
   const CompileResult compiled = compile(candidate, options, impl_->cache.get());
-  return finish(candidate, compiled, raw_action, policy);
+  return finish(candidate, compiled, raw_action, policy, action);
+}
+
+EvalRecord Evaluator::new_record(const TaskSpec& spec, std::string key, const std::string& raw_action,
+                                 const ActionInfo& action, const std::optional<std::string>& policy) const {
+  EvalRecord record;
+  record.key = std::move(key);
+  record.task_id = spec.id;
+  record.task_name = spec.name;
+  record.scale = spec.scale;
+  record.policy = policy;
+  record.raw_action = raw_action;
+  record.action = action;
+  record.kbrl_version = std::string(kbrl_version());
+  record.timestamp = utc_timestamp();
+  return record;
+}
+
+std::string Evaluator::format_error_key(int task_id, const std::string& raw_action) {
+  nlohmann::json settings = settings_.key_json();
+  settings["arch"] = arch();
+  return record_key(task_id, nlohmann::json{{"format_error", raw_action}}, settings);
+}
+
+EvalRecord Evaluator::format_error(int task_id, const std::string& raw_action, const ActionInfo& action,
+                                   const std::string& detail, const std::optional<std::string>& policy) {
+  const TaskSpec spec = task_spec(task_id, settings_.scale);
+  EvalRecord record = new_record(spec, format_error_key(task_id, raw_action), raw_action, action, policy);
+  record.candidate.task_id = spec.id;
+  record.outcome = Outcome::format_error;
+  record.outcome_detail = detail;
+  record.reward = compute_reward({.task_id = spec.id}, settings_.reward).reward;
+  if (log_) log_->append(record);
+  return record;
 }
 
 std::vector<EvalRecord> Evaluator::evaluate_all(const std::vector<Candidate>& candidates,
-                                                const std::optional<std::string>& policy) {
+                                                const std::optional<std::string>& policy,
+                                                const std::vector<std::pair<std::string, ActionInfo>>& actions) {
+  KBRL_ASSERT(actions.empty() || actions.size() == candidates.size(), "{} actions for {} candidates",
+              actions.size(), candidates.size());
   for (const auto& c : candidates) task_spec(c.task_id, settings_.scale);
   if (!impl_->pool) {
     impl_->compile_options.arch = arch();
@@ -169,28 +207,25 @@ std::vector<EvalRecord> Evaluator::evaluate_all(const std::vector<Candidate>& ca
     compiles.push_back(impl_->pool->submit(candidates[i]));
   }
   std::vector<EvalRecord> records;
-  for (size_t k = 0; k < todo.size(); ++k)
-    records.push_back(finish(candidates[todo[k]], compiles[k].get(), {}, policy));
+  for (size_t k = 0; k < todo.size(); ++k) {
+    const size_t i = todo[k];
+    records.push_back(actions.empty() ? finish(candidates[i], compiles[k].get(), {}, policy)
+                                      : finish(candidates[i], compiles[k].get(), actions[i].first, policy,
+                                               actions[i].second));
+  }
   return records;
 }
 
 EvalRecord Evaluator::finish(const Candidate& candidate, const CompileResult& compiled,
-                             const std::string& raw_action, const std::optional<std::string>& policy) {
+                             const std::string& raw_action, const std::optional<std::string>& policy,
+                             const ActionInfo& action) {
   const TaskSpec spec = task_spec(candidate.task_id, settings_.scale);
-  EvalRecord record;
-  record.key = key(candidate);
-  record.task_id = spec.id;
-  record.task_name = spec.name;
-  record.scale = spec.scale;
-  record.policy = policy;
-  record.raw_action = raw_action;
+  EvalRecord record = new_record(spec, key(candidate), raw_action, action, policy);
   record.candidate = candidate;
   record.compile.ok = compiled.ok;
   record.compile.log = compiled.log;
   record.compile.seconds = compiled.seconds;
   record.compile.cache_hit = compiled.cache_hit;
-  record.kbrl_version = std::string(kbrl_version());
-  record.timestamp = utc_timestamp();
   auto done = [&](EvalRecord& r) -> EvalRecord {
     if (log_) log_->append(r);
     return r;
@@ -204,6 +239,12 @@ EvalRecord Evaluator::finish(const Candidate& candidate, const CompileResult& co
   }
   const PrecisionAudit& audit = compiled.module.audit;
   record.compile.precision_findings = findings_text(audit);
+  if (settings_.compile_only) {
+    record.outcome = Outcome::not_run;
+    record.outcome_detail = fmt::format("compiled for {}; no GPU to run it", settings_.arch);
+    record.reward = compute_reward({.task_id = spec.id, .compiled = true}, settings_.reward).reward;
+    return done(record);
+  }
   record.device = device().name;
 
   GpuJob job;

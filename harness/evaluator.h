@@ -39,6 +39,10 @@ struct EvalSettings {
                                      // beside this executable, else `kbrl` on PATH
   size_t compile_threads = 0;        // 0: hardware concurrency
   std::optional<DevicePeaks> peaks;  // default: measured once by the worker
+  /// Compile only, for machines without a GPU: a candidate that compiles gets Outcome::not_run
+  /// ("compiled; no GPU to run it") and the reward of a compiled, unchecked candidate. Needs
+  /// `arch`. No worker is started.
+  bool compile_only = false;
 
   /// What changes a result (the record key's settings): never the secret.
   nlohmann::json key_json() const;
@@ -56,12 +60,22 @@ class Evaluator {
 
   /// Evaluates one candidate end to end and appends the record to the log when one is attached.
   EvalRecord evaluate(const Candidate& candidate, const std::string& raw_action = {},
-                      const std::optional<std::string>& policy = std::nullopt);
+                      const std::optional<std::string>& policy = std::nullopt, const ActionInfo& action = {});
 
   /// Evaluates many: compiles them all on the thread pool, then checks and times them one by one.
-  /// Candidates whose record is already in the attached log are skipped (resume).
+  /// Candidates whose record is already in the attached log are skipped (resume). `actions`, when
+  /// given, holds each candidate's raw action and action info for its record (same length).
   std::vector<EvalRecord> evaluate_all(const std::vector<Candidate>& candidates,
-                                       const std::optional<std::string>& policy = std::nullopt);
+                                       const std::optional<std::string>& policy = std::nullopt,
+                                       const std::vector<std::pair<std::string, ActionInfo>>& actions = {});
+
+  /// The record of a text action that yielded no candidate (kernels/action.h's realize):
+  /// Outcome::format_error with `detail`, the reward of an uncompiled candidate, keyed by the raw
+  /// text; appended to the attached log like any other record.
+  EvalRecord format_error(int task_id, const std::string& raw_action, const ActionInfo& action,
+                          const std::string& detail, const std::optional<std::string>& policy = std::nullopt);
+  /// The key format_error() gives such a record.
+  std::string format_error_key(int task_id, const std::string& raw_action);
 
   /// Appends every record to `log` from now on (nullptr to stop). The log must outlive the use.
   void attach_log(RolloutLog* log) { log_ = log; }
@@ -80,8 +94,12 @@ class Evaluator {
 
  private:
   struct Impl;
+  /// A record with the fields every record has (task, key, action, policy, version, timestamp).
+  EvalRecord new_record(const TaskSpec& spec, std::string key, const std::string& raw_action,
+                        const ActionInfo& action, const std::optional<std::string>& policy) const;
   EvalRecord finish(const Candidate& candidate, const CompileResult& compiled,
-                    const std::string& raw_action, const std::optional<std::string>& policy);
+                    const std::string& raw_action, const std::optional<std::string>& policy,
+                    const ActionInfo& action = {});
   std::string arch();
 
   EvalSettings settings_;

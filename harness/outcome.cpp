@@ -7,8 +7,9 @@
 namespace kbrl {
 namespace {
 
-constexpr std::array<std::pair<Outcome, std::string_view>, 12> kOutcomes{{
+constexpr std::array<std::pair<Outcome, std::string_view>, 14> kOutcomes{{
     {Outcome::ok, "ok"},
+    {Outcome::format_error, "format_error"},
     {Outcome::compile_error, "compile_error"},
     {Outcome::load_error, "load_error"},
     {Outcome::launch_error, "launch_error"},
@@ -20,9 +21,12 @@ constexpr std::array<std::pair<Outcome, std::string_view>, 12> kOutcomes{{
     {Outcome::input_mutated, "input_mutated"},
     {Outcome::guard_violation, "guard_violation"},
     {Outcome::impossible, "impossible"},
+    {Outcome::not_run, "not_run"},
 }};
 
 }  // namespace
+
+bool compiled(Outcome o) { return o != Outcome::format_error && o != Outcome::compile_error; }
 
 std::string_view to_string(Outcome outcome) {
   for (const auto& [o, name] : kOutcomes)

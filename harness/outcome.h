@@ -8,6 +8,7 @@ namespace kbrl {
 
 enum class Outcome {
   ok,
+  format_error,  // a text action that yields no candidate (no code, bad plan line, ...): not compiled
   compile_error,
   load_error,
   launch_error,
@@ -19,7 +20,11 @@ enum class Outcome {
   input_mutated,
   guard_violation,
   impossible,
+  not_run,  // compiled, but there is no GPU to run it (compile-only evaluation, e.g. with --arch)
 };
+
+/// Did the candidate get through compilation? False for format_error and compile_error.
+bool compiled(Outcome);
 
 std::string_view to_string(Outcome);
 Outcome parse_outcome(std::string_view);  // throws InputError

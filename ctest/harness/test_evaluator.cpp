@@ -64,6 +64,58 @@ TEST(Evaluator, RunningWithoutAGpuIsAClearError) {
   }
 }
 
+Candidate relu_candidate() {
+  return parse_candidate_file(
+      "// kbrl: launch relu grid=cdiv(numel(x),256) block=256 args=in:x,out:y,i64:numel(x)\n"
+      "extern \"C\" __global__ void relu(const float* x, float* y, long long n) {\n"
+      "  long long i = blockIdx.x * 256ll + threadIdx.x; if (i < n) y[i] = x[i] > 0 ? x[i] : 0; }\n",
+      task_spec(19, Scale::small));
+}
+
+TEST(Evaluator, CompileOnlyRecordsNotRunWithoutStartingAWorker) {
+  EvalSettings s = cpu_settings();
+  s.compile_only = true;
+  s.worker_program = "/nonexistent/kbrl";  // a worker start would fail loudly
+  Evaluator evaluator(s);
+  const ActionInfo action{ActionKind::text, "the code", 42, "kbrl-prompt-1/body"};
+  const EvalRecord ok = evaluator.evaluate(relu_candidate(), "the model's text", "unit-test", action);
+  EXPECT_EQ(ok.outcome, Outcome::not_run);
+  EXPECT_TRUE(ok.compile.ok);
+  EXPECT_NE(ok.outcome_detail.find("no GPU"), std::string::npos) << ok.outcome_detail;
+  EXPECT_EQ(ok.action, action);
+  EXPECT_EQ(ok.reward, 0.0);  // the speedup reward needs a correct, timed candidate
+  const auto all = evaluator.evaluate_all({relu_candidate(), broken_candidate()}, "unit-test",
+                                          {{"a", action}, {"b", ActionInfo{}}});
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].outcome, Outcome::not_run);
+  EXPECT_EQ(all[0].raw_action, "a");
+  EXPECT_EQ(all[1].outcome, Outcome::compile_error);
+  EXPECT_EQ(evaluator.worker_starts(), 0);
+  s.arch.clear();
+  EXPECT_THROW(Evaluator{s}, InputError);  // compiling without a GPU needs --arch
+}
+
+TEST(Evaluator, FormatErrorRecordsAreKeyedByTheTextAndLogged) {
+  Evaluator evaluator(cpu_settings());
+  const auto path = std::filesystem::temp_directory_path() / "kbrl-test-evaluator-format.jsonl";
+  std::filesystem::remove(path);
+  RolloutLog log(path);
+  evaluator.attach_log(&log);
+  const ActionInfo action{ActionKind::text, "", 7, "v"};
+  const EvalRecord r = evaluator.format_error(19, "no code here", action, "no code in the text", "unit-test");
+  EXPECT_EQ(r.outcome, Outcome::format_error);
+  EXPECT_FALSE(compiled(r.outcome));
+  EXPECT_EQ(r.outcome_detail, "no code in the text");
+  EXPECT_EQ(r.key, evaluator.format_error_key(19, "no code here"));
+  EXPECT_NE(r.key, evaluator.format_error_key(19, "other text"));
+  EXPECT_NE(r.key, evaluator.format_error_key(20, "no code here"));
+  EXPECT_TRUE(log.contains(r.key));
+  const std::vector<EvalRecord> back = read_rollout_log(path);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0], r);
+  EXPECT_THROW(evaluator.format_error(777, "x", action, "y"), InputError);
+}
+
 TEST(Evaluator, BadSettingsAndTasksAreInputErrors) {
   EvalSettings s = cpu_settings();
   s.trials = 0;

@@ -9,6 +9,7 @@
 #include "harness/evaluator.h"
 #include "harness/gpu_session.h"
 #include "harness/rollout_log.h"
+#include "kernels/action.h"
 #include "kernels/candidate_file.h"
 #include "kernels/kernel_catalog.h"
 #include "reference/task_registry.h"
@@ -48,6 +49,25 @@ void print_row(const CatalogKernel& k, const EvalRecord& r) {
               std::string(to_string(r.outcome)).c_str(), std::string(to_string(k.expected)).c_str(),
               r.speedup, r.outcome_detail.substr(0, 150).c_str());
   std::fflush(stdout);
+}
+
+TEST_F(EvaluatorGpu, ModelTextBecomesACheckedCandidate) {
+  // What a language model answers in the scaffolded action space, prose and fence included.
+  const TaskSpec task = task_spec(19, Scale::kernelbench);
+  const auto evaluate_text = [&](const std::string& body) {
+    const std::string text = "Each thread handles a strided range.\n```cuda\n" + body + "\n```\n";
+    const Realized real = realize(task, {ActionKind::text, {}, text});
+    EXPECT_TRUE(real.candidate) << real.format_error;
+    const ActionInfo info{ActionKind::text, real.code, 20, "test"};
+    return evaluator().evaluate(*real.candidate, text, "text", info);
+  };
+  const EvalRecord good = evaluate_text("KBRL_GRID_STRIDE_LOOP(i, y_numel) { y[i] = x[i] > 0.f ? x[i] : 0.f; }");
+  EXPECT_EQ(good.outcome, Outcome::ok) << good.outcome_detail;
+  EXPECT_GT(good.speedup, 0.0);
+  EXPECT_EQ(good.action.kind, ActionKind::text);
+  // (An identity body would pass: KernelBench's inputs are uniform in [0, 1), where relu(x) = x.)
+  const EvalRecord wrong = evaluate_text("KBRL_GRID_STRIDE_LOOP(i, y_numel) { y[i] = 2.f * x[i]; }");
+  EXPECT_EQ(wrong.outcome, Outcome::wrong_answer) << wrong.outcome_detail;
 }
 
 TEST_F(EvaluatorGpu, KnownGoodKernelsPassAtKernelBenchScale) {
