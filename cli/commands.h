@@ -17,5 +17,6 @@ void add_train_command(CLI::App& app);
 void add_ttt_command(CLI::App& app);
 void add_sft_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
+void add_prompt_command(CLI::App& app);
 
 }  // namespace kbrl::cli

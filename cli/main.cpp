@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   kbrl::cli::add_ttt_command(app);
   kbrl::cli::add_sft_command(app);
   kbrl::cli::add_sweep_command(app);
+  kbrl::cli::add_prompt_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

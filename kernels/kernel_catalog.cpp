@@ -47,6 +47,18 @@ const std::vector<CatalogKernel> kKnownGood = {
    "pointwise Conv2d 64->128 as a per-image SGEMM of param weight and x"},
   {"conv2d_3x3", 63, "known_good/conv2d_3x3.cu", Outcome::ok,
    "Conv2d 16->128 k3: direct, 32x8 output tile x 16 channels per block, weights in shared memory"},
+  // The scaffold form (`// kbrl: scaffold`): the body of kbrl_forward, as a body-style text answer
+  // reads (the prompts' worked examples, policies/prompt.h).
+  {"relu_body", 19, "known_good/relu_body.cu", Outcome::ok,
+   "ReLU as a scaffold body: a helper, a grid capped at 8192 blocks, one KBRL_GRID_STRIDE_LOOP"},
+  {"scalar_multiply_body", 5, "known_good/scalar_multiply_body.cu", Outcome::ok,
+   "C = A * s as a scaffold body: a grid of one thread per float4, float4 when aligned"},
+  {"sum_dim1_body", 47, "known_good/sum_dim1_body.cu", Outcome::ok,
+   "sum over dim 1 as a scaffold body: thread per output, coalesced row walk, 4 accumulators"},
+  {"avg_pool1d_body", 44, "known_good/avg_pool1d_body.cu", Outcome::ok,
+   "AvgPool1d k8 s1 p4 as a scaffold body: thread per output, divide by 8"},
+  {"softmax_body", 23, "known_good/softmax_body.cu", Outcome::ok,
+   "softmax over rows as a scaffold body: block per row, online max/sum, shuffle merges"},
 };
 
 const std::vector<CatalogKernel> kAdversarial = {
