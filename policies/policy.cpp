@@ -12,6 +12,16 @@ namespace kbrl {
 
 double Sample::logprob() const { return std::accumulate(logprobs.begin(), logprobs.end(), 0.0); }
 
+double Sample::mean_logprob() const {
+  return logprobs.empty() ? 0.0 : logprob() / static_cast<double>(logprobs.size());
+}
+
+std::vector<std::vector<double>> Policy::score_text(const TaskSpec& task, const std::vector<std::string>& texts) {
+  throw InputError(fmt::format("the {} policy chooses knobs and cannot score text (task {}): use a language-model "
+                               "policy (--policy endpoint:URL)",
+                               name(), task.id));
+}
+
 const KnobSpace& knob_space_of(const TaskSpec& task) {
   static std::mutex mutex;
   static std::map<int, std::unique_ptr<KnobSpace>> cache;

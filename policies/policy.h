@@ -1,8 +1,10 @@
 #pragma once
-// The Policy interface (DESIGN.md, Policies). A policy's action for a task is one token per knob
-// of the task's generator space (kernels/knob_space.h), sampled in the space's order; a sample
-// carries its tokens, the per-token log-probabilities under the sampling distribution and the
-// configuration they decode to. Trainable policies add LoRA adapters, checkpoints and one
+// The Policy interface (DESIGN.md, Policies). A policy's action for a task is either one token per
+// knob of the task's generator space (kernels/knob_space.h), sampled in the space's order (the
+// schedule policy and the baselines), or a language model's text with its token ids (the endpoint
+// policy); a sample carries its tokens, the per-token log-probabilities under the sampling
+// distribution, and the configuration or text they make (kernels/action.h turns either into a
+// Candidate). Trainable policies add LoRA adapters, checkpoints and one
 // optimizer step over a batch of scored samples; the algorithms (experiments/) build those
 // batches (GRPO advantages, SFT targets, SDPO token advantages) without touching libtorch.
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <kernels/action.h>
 #include <kernels/knob_space.h>
 #include <reference/task.h>
 
@@ -19,12 +22,26 @@ namespace kbrl {
 /// One sampled action.
 struct Sample {
   int task_id = 0;
-  std::vector<int> tokens;       // one per knob, in the space's order (index among the values)
-  std::vector<double> logprobs;  // log p(token_k | task, tokens_<k) at the sampling temperature
-  Config config;                 // the tokens decoded (always a legal configuration)
+  ActionKind kind = ActionKind::knobs;
+  /// knobs: one per knob, in the space's order (index among the values). text: the model's token
+  /// ids of `text` where the server reports them (empty otherwise).
+  std::vector<int> tokens;
+  /// log p(token_k | task, tokens_<k): knobs at the sampling temperature; text as the server
+  /// reports them (the model's distribution, see policies/endpoint_policy.h). One per token.
+  std::vector<double> logprobs;
+  Config config;               // knobs: the tokens decoded (always a legal configuration)
+  std::string text;            // text: the model's raw output
+  std::string prompt_version;  // text: the version id of the prompt it answered (policies/prompt.h)
+  std::string finish_reason;   // text: "stop", "length", ... as the server reports it
 
+  /// The action realize() reads.
+  Action action() const { return {kind, config, text}; }
+  /// Tokens of the action: the number of log-probs.
+  int64_t token_count() const { return static_cast<int64_t>(logprobs.size()); }
   /// The sequence log-probability: the sum of `logprobs`.
   double logprob() const;
+  /// logprob() / token_count() (0 for no tokens): what report 003's confidence selection ranks by.
+  double mean_logprob() const;
   /// -logprob(): the sample's surprisal (negative log-likelihood), in nats.
   double surprisal() const { return -logprob(); }
 };
@@ -50,6 +67,12 @@ class Policy {
   virtual std::vector<std::vector<double>> logprob(const TaskSpec& task,
                                                    const std::vector<std::vector<int>>& tokens,
                                                    double temperature = 1.0) = 0;
+
+  /// Per-token log-probabilities of given texts as this policy's answers to `task` (what sample()
+  /// would have reported for them): the over-sharpening probe scores fixed samples under several
+  /// checkpoints. Policies of knob actions throw InputError (they score tokens, not text).
+  virtual std::vector<std::vector<double>> score_text(const TaskSpec& task,
+                                                      const std::vector<std::string>& texts);
 };
 
 /// What an SDPO teacher sees besides the task (the reports' teacher context): optionally a

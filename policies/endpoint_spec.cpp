@@ -1,0 +1,156 @@
+// The endpoint policy's names and its --policy spec (endpoint_policy.h).
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+#include <kbrl/splitmix64.h>
+
+#include "endpoint_policy.h"
+
+namespace kbrl {
+
+std::string_view to_string(EndpointApi api) {
+  switch (api) {
+    case EndpointApi::chat: return "chat";
+    case EndpointApi::completions: return "completions";
+  }
+  throw InternalError("unknown EndpointApi");
+}
+
+std::string_view to_string(ServerKind kind) {
+  switch (kind) {
+    case ServerKind::auto_detect: return "auto";
+    case ServerKind::openai: return "openai";
+    case ServerKind::vllm: return "vllm";
+    case ServerKind::sglang: return "sglang";
+    case ServerKind::llamacpp: return "llamacpp";
+  }
+  throw InternalError("unknown ServerKind");
+}
+
+uint32_t endpoint_sample_seed(uint64_t seed, int index) {
+  KBRL_CHECK_INPUT(index >= 0, "sample index must be >= 0, got {}", index);
+  // The (index+1)-th output of the splitmix64 stream seeded with `seed`, in [0, 2^31 - 1).
+  uint64_t state = seed + static_cast<uint64_t>(index) * 0x9E3779B97F4A7C15ULL;
+  return static_cast<uint32_t>(splitmix64(state) % 0x7FFFFFFFULL);
+}
+
+namespace {
+
+constexpr std::string_view kKeys =
+    "model, api, server, max_tokens, top_p, stop, key_env, concurrency, timeout, retries, style, shots, system, log";
+
+// Splits on commas that are not escaped with a backslash, and undoes the escapes \, \\ \n \t.
+std::vector<std::string> split_fields(std::string_view s, std::string_view spec) {
+  std::vector<std::string> out(1);
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '\\') {
+      KBRL_CHECK_INPUT(i + 1 < s.size(), "policy spec '{}' ends with a lone backslash", spec);
+      const char n = s[++i];
+      switch (n) {
+        case ',': out.back() += ','; break;
+        case '\\': out.back() += '\\'; break;
+        case 'n': out.back() += '\n'; break;
+        case 't': out.back() += '\t'; break;
+        default:
+          throw InputError(fmt::format("policy spec '{}': unknown escape '\\{}' (use \\, \\\\ \\n \\t)", spec, n));
+      }
+    } else if (c == ',') {
+      out.emplace_back();
+    } else {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
+int parse_int(std::string_view key, const std::string& value, int min, int max) {
+  int v = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  KBRL_CHECK_INPUT(ec == std::errc() && end == value.data() + value.size() && v >= min && v <= max,
+                   "policy spec: {}={} is not an integer in {}..{}", key, value, min, max);
+  return v;
+}
+
+double parse_double(std::string_view key, const std::string& value, double min, double max, bool min_open) {
+  char* end = nullptr;
+  const double v = value.empty() ? 0.0 : std::strtod(value.c_str(), &end);
+  const bool ok = !value.empty() && end == value.c_str() + value.size() && std::isfinite(v) &&
+                  (min_open ? v > min : v >= min) && v <= max;
+  KBRL_CHECK_INPUT(ok, "policy spec: {}={} is not a number in {}{}, {}]", key, value, min_open ? "(" : "[", min, max);
+  return v;
+}
+
+}  // namespace
+
+EndpointOptions parse_endpoint_spec(std::string_view spec) {
+  constexpr std::string_view prefix = "endpoint:";
+  KBRL_CHECK_INPUT(spec.starts_with(prefix),
+                   "policy spec '{}' does not start with 'endpoint:' (endpoint:<url>[,key=value...]; keys: {})", spec,
+                   kKeys);
+  const auto fields = split_fields(spec.substr(prefix.size()), spec);
+  EndpointOptions o;
+  o.url = fields[0];
+  KBRL_CHECK_INPUT(o.url.starts_with("http://") || o.url.starts_with("https://"),
+                   "policy spec '{}': the URL '{}' must start with http:// or https:// "
+                   "(endpoint:<url>[,key=value...]; keys: {})",
+                   spec, o.url, kKeys);
+  KBRL_CHECK_INPUT(o.url.find_first_of(" \t\n") == std::string::npos, "policy spec '{}': the URL has whitespace",
+                   spec);
+  for (size_t i = 1; i < fields.size(); ++i) {
+    const std::string& f = fields[i];
+    const size_t eq = f.find('=');
+    KBRL_CHECK_INPUT(eq != std::string::npos && eq > 0,
+                     "policy spec '{}': '{}' is not key=value (valid keys: {})", spec, f, kKeys);
+    const std::string key = f.substr(0, eq);
+    const std::string value = f.substr(eq + 1);
+    if (key == "model") {
+      o.model = value;
+    } else if (key == "api") {
+      if (value == "chat") o.api = EndpointApi::chat;
+      else if (value == "completions") o.api = EndpointApi::completions;
+      else throw InputError(fmt::format("policy spec: api={} is not one of chat, completions", value));
+    } else if (key == "server") {
+      bool found = false;
+      for (ServerKind k : {ServerKind::auto_detect, ServerKind::openai, ServerKind::vllm, ServerKind::sglang,
+                           ServerKind::llamacpp})
+        if (to_string(k) == value) {
+          o.server = k;
+          found = true;
+        }
+      KBRL_CHECK_INPUT(found, "policy spec: server={} is not one of auto, openai, vllm, sglang, llamacpp", value);
+    } else if (key == "max_tokens") {
+      o.max_tokens = parse_int(key, value, 1, 1 << 24);
+    } else if (key == "top_p") {
+      o.top_p = parse_double(key, value, 0.0, 1.0, true);
+    } else if (key == "stop") {
+      KBRL_CHECK_INPUT(!value.empty(), "policy spec: stop= needs a non-empty string");
+      o.stop.push_back(value);
+    } else if (key == "key_env") {
+      KBRL_CHECK_INPUT(!value.empty() && value.find_first_of("= \t") == std::string::npos,
+                       "policy spec: key_env={} is not an environment variable name", value);
+      o.key_env = value;
+    } else if (key == "concurrency") {
+      o.http.max_concurrent = parse_int(key, value, 1, 4096);
+    } else if (key == "timeout") {
+      o.http.timeout_seconds = parse_double(key, value, 0.0, 86400.0, true);
+    } else if (key == "retries") {
+      o.http.retries = parse_int(key, value, 0, 100);
+    } else if (key == "style") {
+      o.prompt.style = parse_text_style(value);
+    } else if (key == "shots") {
+      o.prompt.shots = parse_int(key, value, 0, kMaxPromptShots);
+    } else if (key == "system") {
+      o.prompt.system = parse_system_prompt(value);
+    } else if (key == "log") {
+      KBRL_CHECK_INPUT(!value.empty(), "policy spec: log= needs a file name");
+      o.response_log = value;
+    } else {
+      throw InputError(fmt::format("policy spec '{}': unknown key '{}' (valid keys: {})", spec, key, kKeys));
+    }
+  }
+  return o;
+}
+
+}  // namespace kbrl
