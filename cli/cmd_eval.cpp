@@ -12,6 +12,7 @@
 #include "harness/evaluator.h"
 #include "harness/gpu_protocol.h"
 #include "harness/rollout_log.h"
+#include "kernels/action.h"
 #include "kernels/candidate_file.h"
 #include "reference/task_registry.h"
 
@@ -71,6 +72,21 @@ void run_eval(const EvalOptions& o) {
   }
 }
 
+/// A logged record evaluated again. A text action is realized again from its raw text (the one
+/// place text becomes a candidate), so a change in code extraction shows as a different outcome.
+EvalRecord replay_one(Evaluator& evaluator, const EvalRecord& logged) {
+  if (logged.action.kind != ActionKind::text)
+    return evaluator.evaluate(logged.candidate, logged.raw_action, logged.policy, logged.action);
+  const TaskSpec task = task_spec(logged.task_id, logged.scale);
+  const Realized real = realize(task, {ActionKind::text, {}, logged.raw_action});
+  if (!real.candidate)
+    return evaluator.format_error(logged.task_id, logged.raw_action, logged.action, real.format_error, logged.policy);
+  if (!(*real.candidate == logged.candidate))
+    std::cerr << fmt::format("kbrl: replay: task {}: the text now makes another candidate than the logged one\n",
+                             logged.task_id);
+  return evaluator.evaluate(*real.candidate, logged.raw_action, logged.policy, logged.action);
+}
+
 void run_replay(const EvalOptions& o, const std::string& log_path) {
   const std::vector<EvalRecord> records = read_rollout_log(log_path);
   KBRL_CHECK_INPUT(!records.empty(), "{} holds no records", log_path);
@@ -84,7 +100,7 @@ void run_replay(const EvalOptions& o, const std::string& log_path) {
     same.flags.scale = std::string(to_string(logged.scale));
     if (!evaluator || evaluator->settings().scale != logged.scale)
       evaluator = std::make_unique<Evaluator>(settings_from(same));
-    const EvalRecord now = evaluator->evaluate(logged.candidate, logged.raw_action, logged.policy);
+    const EvalRecord now = replay_one(*evaluator, logged);
     const bool same_outcome = now.outcome == logged.outcome;
     agree += same_outcome;
     std::cout << fmt::format("{:>4} {:>4}  {:<16} {:<16} {:>9.3f} {:>9.3f}{}\n", i, logged.task_id,

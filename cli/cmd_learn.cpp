@@ -112,16 +112,23 @@ EnvHandle make_env(const CommonOptions& o, Scale scale) {
     return h;
   }
   KBRL_CHECK_INPUT(o.env == "evaluator", "unknown --env '{}': expected evaluator or synthetic", o.env);
+  EvalSettings run_settings = settings;
   std::string reason;
-  if (!gpu_available(&reason))
-    throw Error(fmt::format("--env evaluator needs a GPU (no GPU: {}); --env synthetic runs on the CPU",
-                            reason));
-  h.evaluator = std::make_unique<Evaluator>(settings);
+  if (!gpu_available(&reason)) {
+    if (o.eval.arch.empty())
+      throw Error(fmt::format("--env evaluator needs a GPU (no GPU: {}); give --arch (e.g. sm_90) to compile "
+                              "only, or --env synthetic for a CPU reward table",
+                              reason));
+    run_settings.compile_only = true;
+    progress_line(fmt::format("no GPU ({}): compiling only, for {}; a candidate that compiles gets outcome not_run",
+                              reason, o.eval.arch));
+  }
+  h.evaluator = std::make_unique<Evaluator>(run_settings);
   if (!o.log_path.empty()) {
     h.log = std::make_unique<RolloutLog>(o.log_path);
     h.evaluator->attach_log(h.log.get());
   }
-  h.env = std::make_unique<EvaluatorEnvironment>(*h.evaluator);
+  h.env = std::make_unique<EvaluatorEnvironment>(*h.evaluator, o.log_path);
   return h;
 }
 
@@ -174,7 +181,10 @@ void add_common_options(CLI::App* cmd, CommonOptions& o,
   }
   add_task_flags(cmd, o.tasks);
   if (policy_flags) {
-    cmd->add_option("--policy", o.policy.name, "schedule, uniform or heuristic")->capture_default_str();
+    cmd->add_option("--policy", o.policy.name,
+                    "schedule, uniform, heuristic, or endpoint:URL[,model=NAME,...] (a language model on an "
+                    "OpenAI-compatible server; README: Bring your own model)")
+        ->capture_default_str();
     cmd->add_option("--checkpoint", o.policy.checkpoint, "schedule policy: base weights (.pt) to start from");
     cmd->add_option("--adapter", o.policy.adapter, "schedule policy: a LoRA adapter (.pt) to load on top");
     cmd->add_option("--noise", o.policy.noise, "heuristic policy: the chance of a random value per knob")
@@ -200,30 +210,40 @@ void run_sample(const CommonOptions& o) {
   nlohmann::json j;
   SampleConfig c = read_config(o, true, read_sample_config, j);
   c.tasks = tasks_of(c.tasks, j);
-  std::unique_ptr<Policy> policy = make_policy(o.policy);
   const fs::path dir = out_dir(o);
+  PolicyOptions policy_options = o.policy;
+  KBRL_CHECK_INPUT(!is_endpoint_policy(policy_options.name) || o.env != "synthetic",
+                   "--env synthetic scores knob configurations, not a language model's text: use --env "
+                   "evaluator (on a GPU, or with --arch to compile only)");
+  if (is_endpoint_policy(policy_options.name))  // what the server answered survives a failed run
+    policy_options.response_log = (dir / "endpoint_responses.jsonl").string();
+  std::unique_ptr<Policy> policy = make_policy(policy_options);
   EnvHandle env = make_env(o, c.scale);
   write_run_json(dir, "sample", o, j);
   CsvTable csv(dir / "samples.csv", schemas::samples());
-  std::cout << fmt::format("{:>4}  {:<36} {:>7} {:>7} {:>9}  {}\n", "task", "name", "samples", "correct",
-                           "best x", "best config");
+  std::cout << fmt::format("{:>4}  {:<36} {:>7} {:>8} {:>7} {:>9}  {}\n", "task", "name", "samples", "compiled",
+                           "correct", "best x", "best config");
   for (int id : c.tasks) {
     const TaskSpec task = task_spec(id, c.scale);
     const std::vector<Sample> samples = policy->sample(task, c.k, c.temperature, task_seed(c.seed, id));
     const std::vector<Rollout> rollouts = env.env->evaluate(task, samples, policy->name());
-    int correct = 0;
+    int correct = 0, compiled = 0;
     const Rollout* best = nullptr;
     for (size_t i = 0; i < rollouts.size(); ++i) {
       const Rollout& r = rollouts[i];
       csv.row(schemas::samples_row(c.run, policy->name(), static_cast<int>(i), r));
       correct += r.correct;
+      compiled += r.compiled;
       if (r.correct && (!best || r.speedup > best->speedup)) best = &r;
     }
-    std::cout << fmt::format("{:>4}  {:<36} {:>7} {:>7} {:>9}  {}\n", id, task.name, rollouts.size(), correct,
-                             best ? fmt::format("{:.3f}", best->speedup) : "-",
-                             best ? best->sample.config.str() : "-")
+    const std::string best_config =
+        !best ? "-" : best->sample.kind == ActionKind::text ? fmt::format("sample {}", best - rollouts.data())
+                                                            : best->sample.config.str();
+    std::cout << fmt::format("{:>4}  {:<36} {:>7} {:>8} {:>7} {:>9}  {}\n", id, task.name, rollouts.size(), compiled,
+                             correct, best ? fmt::format("{:.3f}", best->speedup) : "-", best_config)
               << std::flush;
-    progress_line(fmt::format("sample: task {} done ({} of {} correct)", id, correct, rollouts.size()));
+    progress_line(fmt::format("sample: task {} done ({} of {} compiled, {} correct)", id, compiled, rollouts.size(),
+                              correct));
   }
   std::cout << "wrote " << (dir / "samples.csv").string() << "\n";
 }
@@ -316,34 +336,15 @@ struct SftOptions {
 /// from the config column in each task's knob space.
 std::vector<TrainItem> items_from_samples(const std::string& file, const std::vector<int>& only_tasks, Scale scale,
                                           int per_task) {
-  std::ifstream in(file);
-  KBRL_CHECK_INPUT(in.good(), "cannot read {}", file);
-  std::string line;
-  std::getline(in, line);
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  KBRL_CHECK_INPUT(line == schemas::samples().header(), "{} is not a samples CSV: its header is\n  {}\nnot\n  {}",
-                   file, line, schemas::samples().header());
-  const auto& cols = schemas::samples().columns;
-  const auto col = [&](const char* name) {
-    return static_cast<size_t>(std::find(cols.begin(), cols.end(), name) - cols.begin());
-  };
-  const size_t c_task = col("task_id"), c_config = col("config"), c_correct = col("correct"),
-               c_speedup = col("speedup");
   std::map<int, std::vector<std::pair<double, std::string>>> by_task;  // task -> (speedup, config)
-  int line_no = 1;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.empty()) continue;
-    const std::vector<std::string> f = csv::split_line(line);
-    KBRL_CHECK_INPUT(f.size() == cols.size(), "{}:{}: {} fields, expected {}", file, line_no, f.size(), cols.size());
-    try {
-      const int id = std::stoi(f[c_task]);
-      if (f[c_correct] != "1") continue;
-      if (!only_tasks.empty() && std::find(only_tasks.begin(), only_tasks.end(), id) == only_tasks.end()) continue;
-      by_task[id].emplace_back(std::stod(f[c_speedup]), f[c_config]);
-    } catch (const std::logic_error&) {
-      throw InputError(fmt::format("{}:{}: a task id or speedup that is not a number", file, line_no));
-    }
+  for (const schemas::SampleRow& r : schemas::read_samples(file)) {
+    if (!r.correct) continue;
+    KBRL_CHECK_INPUT(r.kind == ActionKind::knobs,
+                     "{}: task {} sample {} is a language model's text; SFT of the schedule policy trains on "
+                     "knob configurations",
+                     file, r.task_id, r.sample);
+    if (!only_tasks.empty() && std::find(only_tasks.begin(), only_tasks.end(), r.task_id) == only_tasks.end()) continue;
+    by_task[r.task_id].emplace_back(r.speedup, r.config);
   }
   std::vector<TrainItem> items;
   for (auto& [id, rows] : by_task) {

@@ -21,6 +21,7 @@
 #include "harness/evaluator.h"
 #include "harness/gpu_session.h"
 #include "harness/rollout_log.h"
+#include "kernels/action.h"
 #include "kernels/generator.h"
 #include "reference/task_registry.h"
 #include "run_options.h"
@@ -116,7 +117,7 @@ void run_sweep(const SweepOptions& o) {
                              all.size());
 
     std::vector<Candidate> candidates;
-    for (size_t i : picked) candidates.push_back(generator.generate(task, all[i]));
+    for (size_t i : picked) candidates.push_back(*realize(task, {ActionKind::knobs, all[i], {}}).candidate);
     const std::vector<EvalRecord> records = evaluator.evaluate_all(candidates, "sweep");
     KBRL_ASSERT(records.size() == picked.size(), "{} records for {} candidates", records.size(), picked.size());
     const DevicePeaks& peaks = evaluator.peaks();

@@ -8,7 +8,7 @@
 #include <harness/rollout_log.h>
 #include <kbrl/error.h>
 #include <kbrl/splitmix64.h>
-#include <kernels/generator.h>
+#include <kernels/action.h>
 
 namespace kbrl {
 namespace {
@@ -48,17 +48,28 @@ std::vector<Rollout> EvaluatorEnvironment::evaluate(const TaskSpec& task,
                                                     const std::vector<Sample>& samples,
                                                     const std::string& policy) {
   const auto start = std::chrono::steady_clock::now();
-  const Generator& g = generator_for(task.id);
   std::vector<std::string> keys;
   std::vector<Candidate> todo;
+  std::vector<std::pair<std::string, ActionInfo>> todo_actions;
   std::set<std::string> queued;
   for (const Sample& s : samples) {
-    Candidate c = g.generate(task, s.config);
-    keys.push_back(evaluator_.key(c));
-    if (!memo_.count(keys.back()) && queued.insert(keys.back()).second) todo.push_back(std::move(c));
+    Realized real = realize(task, s.action());
+    const std::string raw = s.kind == ActionKind::text ? s.text : s.config.str();
+    const ActionInfo info{s.kind, real.code, s.token_count(), s.prompt_version};
+    if (!real.candidate) {
+      keys.push_back(evaluator_.format_error_key(task.id, raw));
+      if (!memo_.count(keys.back()))
+        memo_[keys.back()] = evaluator_.format_error(task.id, raw, info, real.format_error, policy);
+      continue;
+    }
+    keys.push_back(evaluator_.key(*real.candidate));
+    if (!memo_.count(keys.back()) && queued.insert(keys.back()).second) {
+      todo.push_back(std::move(*real.candidate));
+      todo_actions.emplace_back(raw, info);
+    }
   }
   if (!todo.empty())
-    for (EvalRecord& r : evaluator_.evaluate_all(todo, policy)) memo_[r.key] = std::move(r);
+    for (EvalRecord& r : evaluator_.evaluate_all(todo, policy, todo_actions)) memo_[r.key] = std::move(r);
   std::vector<Rollout> out;
   for (size_t i = 0; i < samples.size(); ++i) {
     auto it = memo_.find(keys[i]);
@@ -68,9 +79,11 @@ std::vector<Rollout> EvaluatorEnvironment::evaluate(const TaskSpec& task,
     Rollout ro;
     ro.sample = samples[i];
     ro.outcome = r.outcome;
+    ro.outcome_detail = r.outcome_detail;
     ro.compiled = r.compile.ok;
     ro.correct = r.outcome == Outcome::ok;
     ro.speedup = r.speedup;
+    ro.runtime_ms = r.runtime ? r.runtime->median_ms : 0.0;
     ro.reward = r.reward;
     ro.compile_seconds = first && !r.compile.cache_hit ? r.compile.seconds : 0.0;
     ro.flags = r.flags;
@@ -84,6 +97,9 @@ SyntheticEnvironment::SyntheticEnvironment(uint64_t seed, double effect_scale, R
     : seed_(seed), effect_scale_(effect_scale), reward_(std::move(reward)) {}
 
 Rollout SyntheticEnvironment::score(const TaskSpec& task, const Sample& sample) const {
+  KBRL_CHECK_INPUT(sample.kind == ActionKind::knobs,
+                   "the synthetic environment scores knob configurations, not text: evaluate a language "
+                   "model's samples with --env evaluator (on a GPU, or with --arch to compile only)");
   const std::string prefix = std::to_string(task.id) + "/";
   double log_speedup = 0;
   for (const auto& [knob, value] : sample.config.entries())

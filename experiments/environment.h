@@ -22,9 +22,11 @@ class Evaluator;
 struct Rollout {
   Sample sample;
   Outcome outcome = Outcome::ok;
+  std::string outcome_detail;  // the record's (a format error's reason, say)
   bool compiled = false;
   bool correct = false;
   double speedup = 0.0;  // correctness-gated
+  double runtime_ms = 0.0;  // the candidate's median when timed (0 otherwise)
   double reward = 0.0;
   double compile_seconds = 0.0;  // NVRTC time (0 on a cache hit)
   std::vector<std::string> flags;
@@ -44,7 +46,8 @@ class Environment {
   virtual double evaluator_seconds() const = 0;
 };
 
-/// The real thing: generator -> Candidate -> Evaluator::evaluate_all. Identical candidates (the
+/// The real thing: realize (kernels/action.h: generator or model text) -> Candidate ->
+/// Evaluator::evaluate_all; text that yields no candidate is a format_error record. Identical candidates (the
 /// same record key: source, plan and settings) share one evaluation within an environment: a
 /// configuration sampled again reuses its first record (its timing included), so a run spends GPU
 /// time on distinct kernels only; rollouts still count every sample. Records are appended to the

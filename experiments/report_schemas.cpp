@@ -9,6 +9,11 @@ namespace kbrl::schemas {
 
 KBRL_SCHEMA(policy_sweep, "policy", "tasks", "samples", "compiled_rate", "correct_rate", "fast_1",
             "mean_speedup_correct", "geomean_speedup_correct")
+KBRL_SCHEMA(model_sweep, "model", "compiled", "correct", "tasks", "avg_runtime_ms", "correctness_pct",
+            "checked", "samples_per_task", "format_error_rate", "compile_rate", "correct_rate", "mean_tokens",
+            "temperature")
+KBRL_SCHEMA(model_sweep_tasks, "model", "task_id", "task_name", "samples", "format_errors", "compiled",
+            "correct", "mean_tokens", "first_outcome")
 KBRL_SCHEMA(bon_scaling, "subset", "k", "task_success", "std", "ci_low", "ci_high",
             "expected_best_speedup", "seeds", "samples_per_task")
 KBRL_SCHEMA(bon_selected, "subset", "seed", "task_id", "samples", "correct", "fast", "selected_speedup")

@@ -7,6 +7,12 @@
 namespace kbrl::schemas {
 
 const CsvSchema& policy_sweep();       // GRPO report Table 3
+/// GRPO report Table 3 for a language model: the first sample of each task (the table's one try per
+/// problem) as compiled / correct counts, average runtime of the correct ones and correctness %
+/// (correct / tasks); `checked` 0 when there was no GPU (correct, runtime and % are then empty);
+/// then our columns over every sample.
+const CsvSchema& model_sweep();
+const CsvSchema& model_sweep_tasks();  // per task: format errors, compiled, correct over its samples
 const CsvSchema& bon_scaling();        // surprisal report Table 5.1
 const CsvSchema& bon_selected();       // Table D.2
 const CsvSchema& selection();          // Table 5.3

@@ -11,6 +11,7 @@
 #include <kbrl/splitmix64.h>
 #include <kernels/generator.h>
 #include <policies/baseline_policies.h>
+#include <policies/endpoint_policy.h>
 #include <policies/schedule_policy.h>
 #include <reference/splits.h>
 #include <reference/task_registry.h>
@@ -181,11 +182,21 @@ TttUpdate parse_ttt_update(const std::string& s) {
 // ---- policies ----
 
 const std::vector<std::string>& policy_names() {
-  static const std::vector<std::string> names = {"schedule", "uniform", "heuristic"};
+  static const std::vector<std::string> names = {"schedule", "uniform", "heuristic", "endpoint:URL[,model=NAME,...]"};
   return names;
 }
 
+bool is_endpoint_policy(const std::string& name) { return name.rfind("endpoint:", 0) == 0; }
+
 std::unique_ptr<Policy> make_policy(const PolicyOptions& o) {
+  if (is_endpoint_policy(o.name)) {
+    KBRL_CHECK_INPUT(o.checkpoint.empty() && o.adapter.empty(),
+                     "an endpoint policy's weights live in its server: --checkpoint and --adapter go with the "
+                     "schedule policy (name an adapter served by the server with model=NAME)");
+    EndpointOptions e = parse_endpoint_spec(o.name);
+    e.response_log = o.response_log;
+    return std::make_unique<EndpointPolicy>(std::move(e));
+  }
   KBRL_CHECK_INPUT(std::find(policy_names().begin(), policy_names().end(), o.name) != policy_names().end(),
                    "unknown policy '{}': expected one of {}", o.name, fmt::join(policy_names(), ", "));
   if (o.name != "schedule") {
@@ -219,7 +230,9 @@ std::unique_ptr<Policy> make_policy(const PolicyOptions& o) {
 std::unique_ptr<TrainablePolicy> make_trainable_policy(const PolicyOptions& o) {
   std::unique_ptr<Policy> p = make_policy(o);
   auto* trainable = dynamic_cast<TrainablePolicy*>(p.get());
-  KBRL_CHECK_INPUT(trainable != nullptr, "the {} policy cannot be trained: use the schedule policy", o.name);
+  KBRL_CHECK_INPUT(trainable != nullptr,
+                   "the {} policy cannot be trained{}: use the schedule policy", o.name,
+                   is_endpoint_policy(o.name) ? " (an endpoint only samples; gradients need the model in the process)" : "");
   p.release();
   std::unique_ptr<TrainablePolicy> out(trainable);
   if (out->has_adapter()) out->merge_adapter();

@@ -21,19 +21,23 @@ namespace kbrl {
 // ---- policies ----
 
 struct PolicyOptions {
-  std::string name = "schedule";  // schedule | uniform | heuristic
+  std::string name = "schedule";  // schedule | uniform | heuristic | endpoint:URL[,key=value...]
   std::string checkpoint;         // schedule only: base weights (.pt) to load; "" = fresh from `seed`
   std::string adapter;            // schedule only: a LoRA adapter (.pt) to load on top; "" = none
   double noise = 0.25;            // heuristic only
   std::string device = "cpu";     // schedule only: "cpu" or "cuda[:N]"
   uint64_t seed = 0;              // schedule only: weight initialization
+  std::string response_log;       // endpoint only: the JSONL of server responses (resume); "" = none
 };
 
-/// "schedule", "uniform", "heuristic".
+/// "schedule", "uniform", "heuristic", "endpoint:URL[,model=NAME,...]" (policies/endpoint_policy.h).
 const std::vector<std::string>& policy_names();
+/// Does the name start with "endpoint:"?
+bool is_endpoint_policy(const std::string& name);
 
 /// The policy `options` names. InputError for an unknown name (listing the names), a checkpoint or
-/// adapter given to a policy without weights, a noise outside [0, 1], or a file that is missing.
+/// adapter given to a policy without weights, a noise outside [0, 1], a file that is missing, or
+/// a malformed endpoint spec.
 std::unique_ptr<Policy> make_policy(const PolicyOptions& options);
 
 /// make_policy for the loops that train: InputError when the policy is not trainable. An adapter

@@ -17,6 +17,43 @@ inline std::string field(std::string_view text) {
   return quoted + "\"";
 }
 
+/// Multi-line text (a model's answer, code) as one line: backslash, newline, carriage return and
+/// tab written as \\, \n, \r and \t, so that each CSV row stays one line and diffs cleanly.
+inline std::string escape_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+/// The inverse of escape_text (an unknown escape is kept as it is).
+inline std::string unescape_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\\' || i + 1 == text.size()) {
+      out += text[i];
+      continue;
+    }
+    switch (const char n = text[++i]) {
+      case 'n': out += '\n'; break;
+      case 'r': out += '\r'; break;
+      case 't': out += '\t'; break;
+      case '\\': out += '\\'; break;
+      default: out += '\\'; out += n;
+    }
+  }
+  return out;
+}
+
 /// Splits one CSV line (no embedded newlines) into its fields, undoing the quoting.
 inline std::vector<std::string> split_line(std::string_view line) {
   std::vector<std::string> fields(1);

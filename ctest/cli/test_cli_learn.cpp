@@ -177,6 +177,39 @@ TEST(CliLearn, SampleWritesKRowsPerTask) {
     EXPECT_EQ(samples2.rows[i].at("config"), samples.rows[i].at("config"));
 }
 
+TEST(CliLearn, EndpointPolicyFailuresAreClearAndLoseNothing) {
+  const fs::path dir = scratch("endpoint");
+  // Bad specs are input errors that name the bad part.
+  auto r = run_cli("sample --task 19 --arch sm_90 --policy endpoint:http://127.0.0.1:1,colour=blue --out " +
+                   dir.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("kbrl: error:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("colour"), std::string::npos) << r.output;
+  r = run_cli("train" + kSynthetic + "--task 19 --policy endpoint:http://127.0.0.1:1 --out " + dir.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("cannot be trained"), std::string::npos) << r.output;
+  r = run_cli("sample" + kSynthetic + "--task 19 --policy endpoint:http://127.0.0.1:1 --out " + dir.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--env synthetic scores knob configurations"), std::string::npos) << r.output;
+
+  // A server that is down (nothing listens on port 1): a non-zero exit naming the URL, and the
+  // samples.csv of the run exists with its header (nothing half-written).
+  if (!gpu_available()) {
+    r = run_cli("sample --task 19 --k 2 --arch sm_90 --policy endpoint:http://127.0.0.1:1,retries=1 --out " +
+                dir.string());
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("kbrl: error:"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("127.0.0.1:1"), std::string::npos) << r.output;
+    const Csv samples = read_csv(dir / "samples.csv");
+    EXPECT_EQ(samples.header, schemas::samples().header());
+    EXPECT_TRUE(samples.rows.empty());
+    // Without a GPU and without --arch, the evaluator says what to do.
+    r = run_cli("sample --task 19 --k 2 --policy endpoint:http://127.0.0.1:1 --out " + dir.string());
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("--arch"), std::string::npos) << r.output;
+  }
+}
+
 double nll_of(const std::map<std::string, std::string>& row) { return std::stod(row.at("nll_per_token")); }
 
 TEST(CliLearn, SftLowersNll) {

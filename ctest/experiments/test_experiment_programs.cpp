@@ -76,6 +76,15 @@ TEST(ExperimentPrograms, EveryExperimentWritesItsTablesOnTheSyntheticEnvironment
   EXPECT_EQ(run(std::string(KBRL_EXPERIMENT) + " selection --env synthetic --budget tiny --results " + empty.string()), 2);
   EXPECT_EQ(run(std::string(KBRL_EXPERIMENT) + " no_such_experiment --env synthetic"), 2);
   EXPECT_EQ(run(std::string(KBRL_EXPERIMENT) + " ttt --budget huge --env synthetic"), 2);
+  // A language model only samples: the training experiments refuse it, and so does the synthetic table.
+  const std::string model = " --policy endpoint:http://127.0.0.1:1 --arch sm_90 --results " + empty.string();
+  EXPECT_EQ(run(std::string(KBRL_EXPERIMENT) + " ttt --budget tiny" + model), 2);
+  EXPECT_EQ(run(std::string(KBRL_EXPERIMENT) + " best_of_n --budget tiny --env synthetic" + model), 2);
+  EXPECT_EQ(run(std::string(KBRL_EXPERIMENT) + " best_of_n --budget tiny --policy heuristic"), 2);
+  // A server that is down stops the run with an error (exit 1), not a skip or a success.
+  EXPECT_EQ(run(std::string(KBRL_EXPERIMENT) + " best_of_n --budget llm-cpu" + model.substr(0, model.find(" --arch")) +
+                ",retries=0 --arch sm_90 --results " + empty.string()),
+            1);
   // The figures, from the CSVs alone.
   if (run("command -v gnuplot") == 0) {
     EXPECT_EQ(run("bash " + std::string(KBRL_SOURCE) + "/plots/render.sh " + (results / "tiny").string()), 0);

@@ -17,10 +17,15 @@ TEST(Schemas, GoldenHeaders) {
       {&schemas::ttt_task_steps(), "run,step,task_id,rollouts,correct_rate,fast_1,best_speedup,mean_speedup_correct"},
       {&schemas::samples(),
        "run,policy,task_id,sample,config,tokens,logprob,surprisal,token_count,outcome,compiled,correct,"
-       "speedup,reward"},
+       "speedup,reward,action,mean_logprob,prompt_version,finish_reason,outcome_detail,text,code"},
       {&schemas::sft_epochs(), "epoch,items,mean_loss,nll_per_token,wall_seconds"},
       {&schemas::policy_sweep(),
        "policy,tasks,samples,compiled_rate,correct_rate,fast_1,mean_speedup_correct,geomean_speedup_correct"},
+      {&schemas::model_sweep(),
+       "model,compiled,correct,tasks,avg_runtime_ms,correctness_pct,checked,samples_per_task,format_error_rate,"
+       "compile_rate,correct_rate,mean_tokens,temperature"},
+      {&schemas::model_sweep_tasks(),
+       "model,task_id,task_name,samples,format_errors,compiled,correct,mean_tokens,first_outcome"},
       {&schemas::bon_scaling(), "subset,k,task_success,std,ci_low,ci_high,expected_best_speedup,seeds,samples_per_task"},
       {&schemas::bon_selected(), "subset,seed,task_id,samples,correct,fast,selected_speedup"},
       {&schemas::selection(), "subset,strategy,fast_1,std,mean_speedup,evaluations"},

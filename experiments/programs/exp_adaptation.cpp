@@ -83,9 +83,9 @@ void ttt(ExperimentContext& ctx) {
 void oversharpening(ExperimentContext& ctx) {
   const ExperimentBudget& b = ctx.budget;
   // The fixed sample set: best_of_n's first seed on subset 1.
-  std::vector<SampleRow> fixed;
+  std::vector<schemas::SampleRow> fixed;
   const std::string run = fmt::format("subset1_seed{}", b.seeds.front());
-  for (SampleRow& r : read_samples(ctx.input("best_of_n", "samples.csv")))
+  for (schemas::SampleRow& r : schemas::read_samples(ctx.input("best_of_n", "samples.csv")))
     if (r.run == run) fixed.push_back(std::move(r));
   KBRL_CHECK_INPUT(fixed.size() >= 8, "oversharpening: best_of_n has {} samples of {}", fixed.size(), run);
   // A TTT trajectory on subset 1 with every step's adapter kept.
@@ -100,7 +100,7 @@ void oversharpening(ExperimentContext& ctx) {
     auto scorer = ctx.load_policy(ctx.base_checkpoint());
     scorer->load_adapter(adapters / fmt::format("adapter_step_{}.pt", step));
     std::vector<double> nll, speedup;
-    for (const SampleRow& r : fixed) {
+    for (const schemas::SampleRow& r : fixed) {
       const auto lp = scorer->logprob(task_spec(r.task_id, ctx.scale), {r.tokens}, 1.0).at(0);
       double s = 0;
       for (double x : lp) s -= x;

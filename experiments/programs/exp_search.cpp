@@ -48,7 +48,12 @@ std::vector<int> k_grid(int max_k) {
 
 void best_of_n(ExperimentContext& ctx) {
   const ExperimentBudget& b = ctx.budget;
-  auto policy = ctx.load_policy(ctx.base_checkpoint());
+  std::unique_ptr<Policy> policy;
+  if (ctx.language_model())
+    policy = ctx.model_policy();
+  else
+    policy = ctx.load_policy(ctx.base_checkpoint());
+  const std::string label = ctx.language_model() ? policy->name() : "schedule_rlvr";
   CsvTable samples(ctx.dir / "samples.csv", schemas::samples());
   CsvTable selected(ctx.dir / "bon_selected.csv", schemas::bon_selected());
   CsvTable scaling(ctx.dir / "bon_scaling.csv", schemas::bon_scaling());
@@ -56,7 +61,8 @@ void best_of_n(ExperimentContext& ctx) {
     // per seed, per task: the fast indicators and gated speedups of its K samples
     std::map<uint64_t, std::vector<std::vector<Rollout>>> by_seed;
     for (uint64_t seed : b.seeds) {
-      by_seed[seed] = sample_and_evaluate(ctx, *policy, "schedule_rlvr", tasks, b.bon_k, b.temperature,
+      by_seed[seed] = sample_and_evaluate(ctx, *policy, label, tasks, b.bon_k,
+                                          ctx.language_model() ? b.model_temperature : b.temperature,
                                           seed, &samples, run_name(subset, seed));
       for (size_t t = 0; t < tasks.size(); ++t) {
         const auto& rs = by_seed[seed][t];
@@ -101,9 +107,9 @@ void best_of_n(ExperimentContext& ctx) {
 /// samples.csv rows grouped: subset -> (seed run) -> task -> scored samples.
 using Grouped = std::map<std::string, std::map<std::string, std::map<int, std::vector<ScoredSample>>>>;
 
-Grouped group_samples(const std::vector<SampleRow>& rows) {
+Grouped group_samples(const std::vector<schemas::SampleRow>& rows) {
   Grouped g;
-  for (const SampleRow& r : rows) {
+  for (const schemas::SampleRow& r : rows) {
     const std::string subset = r.run.substr(0, r.run.find('_'));
     g[subset][r.run][r.task_id].push_back(
         {r.correct, r.speedup, r.token_count ? r.logprob / r.token_count : 0.0});
@@ -112,7 +118,7 @@ Grouped group_samples(const std::vector<SampleRow>& rows) {
 }
 
 void selection(ExperimentContext& ctx) {
-  const Grouped g = group_samples(read_samples(ctx.input("best_of_n", "samples.csv")));
+  const Grouped g = group_samples(schemas::read_samples(ctx.input("best_of_n", "samples.csv")));
   CsvTable table(ctx.dir / "selection.csv", schemas::selection());
   CsvTable tests(ctx.dir / "selection_tests.csv", schemas::selection_tests());
   CsvTable topm(ctx.dir / "selection_topm.csv", schemas::selection_topm());
@@ -185,9 +191,9 @@ void selection(ExperimentContext& ctx) {
 }
 
 void length_control(ExperimentContext& ctx) {
-  const std::vector<SampleRow> rows = read_samples(ctx.input("best_of_n", "samples.csv"));
+  const std::vector<schemas::SampleRow> rows = schemas::read_samples(ctx.input("best_of_n", "samples.csv"));
   std::vector<double> logprob, speedup, length;
-  for (const SampleRow& r : rows)
+  for (const schemas::SampleRow& r : rows)
     if (r.correct) {
       logprob.push_back(r.logprob);
       speedup.push_back(r.speedup);
@@ -209,11 +215,11 @@ void length_control(ExperimentContext& ctx) {
   emit("length_vs_speedup", [&] { return stats::spearman(length, speedup); }, n);
 
   // Quartiles of every sample by mean surprisal per token, highest first.
-  std::vector<const SampleRow*> all;
-  for (const SampleRow& r : rows) all.push_back(&r);
-  auto mean_surprisal = [](const SampleRow* r) { return r->token_count ? -r->logprob / r->token_count : 0.0; };
+  std::vector<const schemas::SampleRow*> all;
+  for (const schemas::SampleRow& r : rows) all.push_back(&r);
+  auto mean_surprisal = [](const schemas::SampleRow* r) { return r->token_count ? -r->logprob / r->token_count : 0.0; };
   std::stable_sort(all.begin(), all.end(),
-                   [&](const SampleRow* a, const SampleRow* b) { return mean_surprisal(a) > mean_surprisal(b); });
+                   [&](const schemas::SampleRow* a, const schemas::SampleRow* b) { return mean_surprisal(a) > mean_surprisal(b); });
   CsvTable quart(ctx.dir / "surprisal_quartiles.csv", schemas::surprisal_quartiles());
   for (int q = 0; q < 4; ++q) {
     const size_t lo = all.size() * static_cast<size_t>(q) / 4, hi = all.size() * static_cast<size_t>(q + 1) / 4;
@@ -239,11 +245,12 @@ void length_control(ExperimentContext& ctx) {
 
 std::vector<Experiment> search_experiments() {
   return {
-      {"best_of_n", "surprisal report Table 5.1 (best-of-N scaling) and Table D.2", {"base_policy"}, best_of_n},
+      {"best_of_n", "surprisal report Table 5.1 (best-of-N scaling) and Table D.2", {"base_policy"}, best_of_n,
+       true},
       {"selection", "surprisal report Table 5.3 (selection strategies), effect sizes, tests, top-m curve",
-       {"best_of_n"}, selection},
+       {"best_of_n"}, selection, true},
       {"length_control", "surprisal report 5.2 (length-controlled Spearman, quartiles)", {"best_of_n"},
-       length_control},
+       length_control, true},
   };
 }
 

@@ -78,9 +78,55 @@ struct PolicyEntry {
   Policy* policy;
 };
 
+/// policy_sweep for a language model (--policy endpoint:...): Table 3's row for the model.
+void model_sweep(ExperimentContext& ctx, const std::vector<int>& tasks) {
+  const ExperimentBudget& b = ctx.budget;
+  auto policy = ctx.model_policy();
+  CsvTable samples(ctx.dir / "samples.csv", schemas::samples());
+  const auto per_task = sample_and_evaluate(ctx, *policy, policy->name(), tasks, b.sweep_k, b.model_temperature, 42,
+                                            &samples, "policy_sweep");
+  CsvTable by_task(ctx.dir / "model_sweep_tasks.csv", schemas::model_sweep_tasks());
+  int first_compiled = 0, first_correct = 0, format_errors = 0, compiled = 0, correct = 0, rollouts = 0;
+  bool checked = true;
+  double runtime_sum = 0, tokens = 0;
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    const std::vector<Rollout>& rs = per_task[t];
+    int task_format = 0, task_compiled = 0, task_correct = 0;
+    double task_tokens = 0;
+    for (const Rollout& r : rs) {
+      task_format += r.outcome == Outcome::format_error;
+      task_compiled += r.compiled;
+      task_correct += r.correct;
+      task_tokens += static_cast<double>(r.sample.token_count());
+      checked &= r.outcome != Outcome::not_run;
+    }
+    if (!rs.empty()) {
+      first_compiled += rs[0].compiled;
+      first_correct += rs[0].correct;
+      if (rs[0].correct) runtime_sum += rs[0].runtime_ms;
+    }
+    format_errors += task_format;
+    compiled += task_compiled;
+    correct += task_correct;
+    tokens += task_tokens;
+    rollouts += static_cast<int>(rs.size());
+    by_task.row({policy->name(), cell(tasks[t]), task_spec(tasks[t], ctx.scale).name, cell(static_cast<int>(rs.size())),
+                 cell(task_format), cell(task_compiled), cell(task_correct),
+                 cell(rs.empty() ? 0.0 : task_tokens / static_cast<double>(rs.size())),
+                 rs.empty() ? "" : std::string(to_string(rs[0].outcome))});
+  }
+  const double n = static_cast<double>(tasks.size()), all = std::max(1, rollouts);
+  CsvTable(ctx.dir / "model_sweep.csv", schemas::model_sweep())
+      .row({policy->name(), cell(first_compiled), checked ? cell(first_correct) : "", cell(static_cast<int>(tasks.size())),
+            checked && first_correct ? cell(runtime_sum / first_correct) : "",
+            checked ? cell(100.0 * first_correct / n) : "", cell(checked), cell(b.sweep_k), cell(format_errors / all),
+            cell(compiled / all), checked ? cell(correct / all) : "", cell(tokens / all), cell(b.model_temperature)});
+}
+
 void policy_sweep(ExperimentContext& ctx) {
   const ExperimentBudget& b = ctx.budget;
   const std::vector<int> tasks = covered_only(b.sweep_tasks.empty() ? split("eval").ids : b.sweep_tasks, ctx.progress);
+  if (ctx.language_model()) return model_sweep(ctx, tasks);
   UniformPolicy uniform;
   HeuristicPolicy heuristic(0.25);
   SchedulePolicy untrained;
@@ -128,7 +174,7 @@ std::vector<Experiment> training_experiments() {
       {"base_policy", "self-improvement report 6.1; surprisal report Appendix B (RLVR curve)", {},
        base_policy},
       {"policy_sweep", "GRPO report Table 3 (compiled, correct, runtime per policy)", {"base_policy"},
-       policy_sweep},
+       policy_sweep, true},
   };
 }
 

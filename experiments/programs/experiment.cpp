@@ -8,6 +8,7 @@
 #include <reference/splits.h>
 #include <reference/task_registry.h>
 
+#include "experiments/run_setup.h"
 #include "experiments/schemas.h"
 #include "programs.h"
 
@@ -65,7 +66,18 @@ ExperimentBudget experiment_budget(const std::string& name) {
     b.ablation_temperatures = {1.0};
     return b;
   }
-  throw InputError(fmt::format("unknown budget '{}' (smoke, paper, tiny)", name));
+  if (name == "llm-cpu") {
+    // A language model served on a CPU (the llm tests: SmolLM2-135M on llama-server, 2 cores, about
+    // 10 s a sample with its prompt): the sampling experiments at a size CI can afford.
+    b = experiment_budget("smoke");
+    b.name = name;
+    b.sweep_k = 2;
+    b.sweep_tasks = b.subset1;
+    b.bon_k = 4;
+    b.seeds = {42};
+    return b;
+  }
+  throw InputError(fmt::format("unknown budget '{}' (smoke, paper, tiny, llm-cpu)", name));
 }
 
 nlohmann::json budget_json(const ExperimentBudget& b) {
@@ -82,6 +94,7 @@ nlohmann::json budget_json(const ExperimentBudget& b) {
           {"bon_k", b.bon_k},
           {"seeds", b.seeds},
           {"temperature", b.temperature},
+          {"model_temperature", b.model_temperature},
           {"sweep_k", b.sweep_k},
           {"sweep_tasks", b.sweep_tasks},
           {"ttt_k", b.ttt_k},
@@ -112,6 +125,20 @@ std::unique_ptr<SchedulePolicy> ExperimentContext::load_policy(const std::filesy
   auto policy = std::make_unique<SchedulePolicy>();
   policy->load_base(checkpoint);
   return policy;
+}
+
+std::unique_ptr<Policy> ExperimentContext::model_policy() const {
+  PolicyOptions o;
+  o.name = policy_spec;
+  o.response_log = (dir / "endpoint_responses.jsonl").string();
+  return make_policy(o);
+}
+
+std::vector<std::string> model_policy_experiments() {
+  std::vector<std::string> names;
+  for (const Experiment& e : experiments())
+    if (e.takes_model_policy) names.push_back(e.name);
+  return names;
 }
 
 TttConfig ExperimentContext::ttt_config(const std::vector<int>& tasks, uint64_t seed,
@@ -175,41 +202,6 @@ std::vector<std::vector<Rollout>> sample_and_evaluate(ExperimentContext& ctx, Po
     out.push_back(std::move(rollouts));
   }
   return out;
-}
-
-std::vector<SampleRow> read_samples(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  KBRL_CHECK_INPUT(in.good(), "cannot read {}", file.string());
-  std::string line;
-  std::getline(in, line);
-  KBRL_CHECK_INPUT(line == schemas::samples().header(), "{}: not a samples CSV (header {})", file.string(), line);
-  std::vector<SampleRow> rows;
-  int line_no = 1;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.empty()) continue;
-    const std::vector<std::string> f = csv::split_line(line);
-    KBRL_CHECK_INPUT(f.size() == schemas::samples().columns.size(), "{}:{}: {} fields", file.string(),
-                     line_no, f.size());
-    SampleRow r;
-    try {
-      r.run = f[0];
-      r.policy = f[1];
-      r.task_id = std::stoi(f[2]);
-      r.sample = std::stoi(f[3]);
-      r.config = f[4];
-      std::istringstream toks(f[5]);
-      for (int t; toks >> t;) r.tokens.push_back(t);
-      r.logprob = std::stod(f[6]);
-      r.token_count = std::stoi(f[8]);
-      r.correct = f[11] == "1";
-      r.speedup = std::stod(f[12]);
-    } catch (const std::exception& e) {
-      throw InputError(fmt::format("{}:{}: malformed row ({})", file.string(), line_no, e.what()));
-    }
-    rows.push_back(std::move(r));
-  }
-  return rows;
 }
 
 }  // namespace kbrl

@@ -42,6 +42,8 @@ struct ExperimentBudget {
   // (one distinct sample in 64 for most tasks), which leaves GRPO groups without signal. The
   // temperature ablation spans the same 7x range around it.
   double temperature = 1.0;
+  /// A language model's sampling temperature (--policy endpoint:...): the reports' 0.25.
+  double model_temperature = 0.25;
   int sweep_k = 16;  // base-policy sweep: samples per task per policy
   std::vector<int> sweep_tasks;  // empty: the eval split
   // adaptation
@@ -59,8 +61,9 @@ struct ExperimentBudget {
   std::vector<int> subset1, subset2;  // the reports' subsets (reference/splits.h)
 };
 
-/// "smoke" (minutes on one GPU), "paper" (the reports' settings) or "tiny" (CPU plumbing tests
-/// with the synthetic environment). Throws InputError naming the budgets.
+/// "smoke" (minutes on one GPU), "paper" (the reports' settings), "tiny" (CPU plumbing tests
+/// with the synthetic environment) or "llm-cpu" (a language model served on a CPU: the sampling
+/// experiments with few samples). Throws InputError naming the budgets.
 ExperimentBudget experiment_budget(const std::string& name);
 /// Every field of a budget, for the settings.json each experiment writes next to its CSVs.
 nlohmann::json budget_json(const ExperimentBudget& b);
@@ -73,6 +76,14 @@ struct ExperimentContext {
   Scale scale = Scale::kernelbench;
   Environment* env = nullptr;
   Progress progress;
+  /// "" or a language model's policy spec (endpoint:URL[,...]) that replaces the experiment's own
+  /// sampling policy.
+  std::string policy_spec;
+
+  /// Is a language model the policy (--policy endpoint:...)?
+  bool language_model() const { return !policy_spec.empty(); }
+  /// The language model's policy; its server responses are kept in dir/endpoint_responses.jsonl.
+  std::unique_ptr<Policy> model_policy() const;
 
   /// Where another experiment writes; throws InputError naming the experiment to run first when
   /// `file` under it does not exist.
@@ -92,7 +103,11 @@ struct Experiment {
   std::string reproduces;   // the report table or figure
   std::vector<std::string> needs;  // experiments whose outputs it reads
   std::function<void(ExperimentContext&)> run;
+  bool takes_model_policy = false;  // runs with --policy endpoint:... (samples only, no training)
 };
+
+/// The names of the experiments that take --policy endpoint:...
+std::vector<std::string> model_policy_experiments();
 
 /// Every experiment, in an order that satisfies `needs`.
 const std::vector<Experiment>& experiments();
@@ -106,18 +121,5 @@ std::vector<std::vector<Rollout>> sample_and_evaluate(ExperimentContext& ctx, Po
                                                       double temperature, uint64_t seed,
                                                       CsvTable* samples_csv, const std::string& run);
 
-/// The rows of a samples.csv, parsed (what selection and probes read).
-struct SampleRow {
-  std::string run, policy;
-  int task_id = 0;
-  int sample = 0;
-  std::string config;
-  std::vector<int> tokens;
-  double logprob = 0;
-  int token_count = 0;
-  bool correct = false;
-  double speedup = 0;
-};
-std::vector<SampleRow> read_samples(const std::filesystem::path& file);
 
 }  // namespace kbrl

@@ -30,6 +30,8 @@ struct Options {
   std::string mode = "fast";
   std::string tolerance = "strict";
   std::string scale;  // default: kernelbench (evaluator) or small (synthetic)
+  std::string policy;  // "" = the experiment's own policies; endpoint:URL[,...] = a language model
+  std::string arch;    // NVRTC target; without a GPU, compile only for it
   bool list = false;
 };
 
@@ -56,6 +58,18 @@ int run(const Options& o) {
   ctx.dir = ctx.results / experiment.name;
   KBRL_CHECK_INPUT(o.env == "evaluator" || o.env == "synthetic", "unknown --env '{}' (evaluator, synthetic)", o.env);
   const bool synthetic = o.env == "synthetic";
+  ctx.policy_spec = o.policy;
+  if (!o.policy.empty()) {
+    KBRL_CHECK_INPUT(is_endpoint_policy(o.policy),
+                     "--policy takes a language model, endpoint:URL[,model=NAME,...] (got '{}'); without it "
+                     "each experiment uses its own policies",
+                     o.policy);
+    KBRL_CHECK_INPUT(experiment.takes_model_policy,
+                     "{} trains or adapts the policy, and an endpoint policy only samples; with --policy "
+                     "endpoint:... run one of: {}",
+                     experiment.name, fmt::join(model_policy_experiments(), ", "));
+    KBRL_CHECK_INPUT(!synthetic, "--env synthetic scores knob configurations, not a language model's text");
+  }
   ctx.scale = parse_scale(o.scale.empty() ? (synthetic ? "small" : "kernelbench") : o.scale);
   const auto start = std::chrono::steady_clock::now();
   ctx.progress = [&](const std::string& line) {
@@ -70,9 +84,11 @@ int run(const Options& o) {
     env = std::make_unique<SyntheticEnvironment>(20260301);
   } else {
     std::string reason;
-    if (!gpu_available(&reason)) {
+    const bool gpu = gpu_available(&reason);
+    if (!gpu && o.arch.empty()) {
       std::printf("kbrl-experiment %s: SKIPPED: the experiments evaluate kernels on a GPU and none is "
-                  "usable here (%s). Use --env synthetic for a CPU dry run of the plumbing.\n",
+                  "usable here (%s). Use --env synthetic for a CPU dry run of the plumbing, or --arch "
+                  "sm_90 to compile only.\n",
                   experiment.name.c_str(), reason.c_str());
       return kSkipped;
     }
@@ -80,7 +96,12 @@ int run(const Options& o) {
     flags.scale = std::string(to_string(ctx.scale));
     flags.mode = o.mode;
     flags.tolerance = o.tolerance;
+    flags.arch = o.arch;
     EvalSettings s = eval_settings(flags);
+    s.compile_only = !gpu;
+    if (!gpu)
+      std::fprintf(stderr, "kbrl-experiment %s: no GPU (%s): compiling only, for %s; compiled candidates get "
+                   "outcome not_run\n", experiment.name.c_str(), reason.c_str(), o.arch.c_str());
     s.cache_dir = std::filesystem::path(o.results) / "compile_cache";  // shared by the experiments' runs
     if (const char* w = std::getenv("KBRL_WORKER"); w == nullptr || *w == 0) s.worker_program = KBRL_CLI;
     evaluator = std::make_unique<Evaluator>(s);
@@ -98,8 +119,12 @@ int run(const Options& o) {
                                {"scale", std::string(to_string(ctx.scale))},
                                {"mode", o.mode},               {"tolerance", o.tolerance},
                                {"kbrl_version", std::string(kbrl_version())},
+                               {"policy", o.policy},           {"arch", o.arch},
                                {"settings", budget_json(ctx.budget)}};
-    if (evaluator) settings["device"] = evaluator->device().name;
+    if (evaluator) {
+      settings["compile_only"] = evaluator->settings().compile_only;
+      if (!evaluator->settings().compile_only) settings["device"] = evaluator->device().name;
+    }
     std::ofstream(ctx.dir / "settings.json") << settings.dump(2) << "\n";
   }
   ctx.progress(fmt::format("start: budget {}, env {}, scale {}, results in {}", o.budget, o.env,
@@ -123,6 +148,10 @@ int main(int argc, char** argv) {
   app.add_option("--mode", o.mode, "timing mode of the evaluator: fast, full or adaptive")->capture_default_str();
   app.add_option("--tolerance", o.tolerance, "strict (1e-4) or legacy (1e-2, the reports' era)")->capture_default_str();
   app.add_option("--scale", o.scale, "kernelbench or small (default: kernelbench; small with --env synthetic)");
+  app.add_option("--policy", o.policy,
+                 "a language model, endpoint:URL[,model=NAME,...], for policy_sweep, best_of_n, selection and "
+                 "length_control (default: each experiment's own policies)");
+  app.add_option("--arch", o.arch, "NVRTC target, e.g. sm_90; without a GPU the experiment compiles only");
   try {
     app.parse(argc, argv);
     return kbrl::run(o);
