@@ -118,7 +118,7 @@ Grouped group_samples(const std::vector<schemas::SampleRow>& rows) {
 }
 
 void selection(ExperimentContext& ctx) {
-  const Grouped g = group_samples(schemas::read_samples(ctx.input("best_of_n", "samples.csv")));
+  const Grouped g = group_samples(schemas::read_samples(ctx.best_of_n_samples()));
   CsvTable table(ctx.dir / "selection.csv", schemas::selection());
   CsvTable tests(ctx.dir / "selection_tests.csv", schemas::selection_tests());
   CsvTable topm(ctx.dir / "selection_topm.csv", schemas::selection_topm());
@@ -191,7 +191,7 @@ void selection(ExperimentContext& ctx) {
 }
 
 void length_control(ExperimentContext& ctx) {
-  const std::vector<schemas::SampleRow> rows = schemas::read_samples(ctx.input("best_of_n", "samples.csv"));
+  const std::vector<schemas::SampleRow> rows = schemas::read_samples(ctx.best_of_n_samples());
   std::vector<double> logprob, speedup, length;
   for (const schemas::SampleRow& r : rows)
     if (r.correct) {

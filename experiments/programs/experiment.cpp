@@ -68,12 +68,13 @@ ExperimentBudget experiment_budget(const std::string& name) {
   }
   if (name == "llm-cpu") {
     // A language model served on a CPU (the llm tests: SmolLM2-135M on llama-server, 2 cores, about
-    // 10 s a sample with its prompt): the sampling experiments at a size CI can afford.
+    // 10 s a sample, most of it its 1,500-token prompt): the sampling experiments at a size CI can
+    // afford (30 samples).
     b = experiment_budget("smoke");
     b.name = name;
     b.sweep_k = 2;
     b.sweep_tasks = b.subset1;
-    b.bon_k = 4;
+    b.bon_k = 2;
     b.seeds = {42};
     return b;
   }

@@ -79,6 +79,11 @@ struct ExperimentContext {
   /// "" or a language model's policy spec (endpoint:URL[,...]) that replaces the experiment's own
   /// sampling policy.
   std::string policy_spec;
+  /// A samples.csv given with --samples (e.g. from `kbrl sample`) that selection and
+  /// length_control read instead of best_of_n's; "" = best_of_n's.
+  std::filesystem::path samples_file;
+  /// No GPU: the evaluator compiles only (outcome not_run), so nothing is checked or timed.
+  bool compile_only = false;
 
   /// Is a language model the policy (--policy endpoint:...)?
   bool language_model() const { return !policy_spec.empty(); }
@@ -94,6 +99,10 @@ struct ExperimentContext {
   std::filesystem::path base_checkpoint() const { return input("base_policy", "checkpoints/final.pt"); }
   /// The SFT-only checkpoint of base_policy (TTT without RLVR).
   std::filesystem::path sft_checkpoint() const { return input("base_policy", "checkpoints/sft.pt"); }
+  /// The samples selection and length_control read: samples_file, else best_of_n's samples.csv.
+  std::filesystem::path best_of_n_samples() const {
+    return samples_file.empty() ? input("best_of_n", "samples.csv") : samples_file;
+  }
   /// A TTT configuration with this budget's settings for `tasks`.
   TttConfig ttt_config(const std::vector<int>& tasks, uint64_t seed, const std::string& run) const;
 };

@@ -32,6 +32,7 @@ struct Options {
   std::string scale;  // default: kernelbench (evaluator) or small (synthetic)
   std::string policy;  // "" = the experiment's own policies; endpoint:URL[,...] = a language model
   std::string arch;    // NVRTC target; without a GPU, compile only for it
+  std::string samples;  // a samples.csv for selection and length_control (default: best_of_n's)
   bool list = false;
 };
 
@@ -59,6 +60,12 @@ int run(const Options& o) {
   KBRL_CHECK_INPUT(o.env == "evaluator" || o.env == "synthetic", "unknown --env '{}' (evaluator, synthetic)", o.env);
   const bool synthetic = o.env == "synthetic";
   ctx.policy_spec = o.policy;
+  if (!o.samples.empty()) {
+    KBRL_CHECK_INPUT(experiment.name == "selection" || experiment.name == "length_control",
+                     "--samples is read by selection and length_control, not {}", experiment.name);
+    KBRL_CHECK_INPUT(std::filesystem::is_regular_file(o.samples), "--samples {}: no such file", o.samples);
+    ctx.samples_file = o.samples;
+  }
   if (!o.policy.empty()) {
     KBRL_CHECK_INPUT(is_endpoint_policy(o.policy),
                      "--policy takes a language model, endpoint:URL[,model=NAME,...] (got '{}'); without it "
@@ -99,6 +106,7 @@ int run(const Options& o) {
     flags.arch = o.arch;
     EvalSettings s = eval_settings(flags);
     s.compile_only = !gpu;
+    ctx.compile_only = !gpu;
     if (!gpu)
       std::fprintf(stderr, "kbrl-experiment %s: no GPU (%s): compiling only, for %s; compiled candidates get "
                    "outcome not_run\n", experiment.name.c_str(), reason.c_str(), o.arch.c_str());
@@ -151,6 +159,9 @@ int main(int argc, char** argv) {
   app.add_option("--policy", o.policy,
                  "a language model, endpoint:URL[,model=NAME,...], for policy_sweep, best_of_n, selection and "
                  "length_control (default: each experiment's own policies)");
+  app.add_option("--samples", o.samples,
+                 "selection and length_control: read this samples.csv (e.g. from kbrl sample) instead of "
+                 "best_of_n's");
   app.add_option("--arch", o.arch, "NVRTC target, e.g. sm_90; without a GPU the experiment compiles only");
   try {
     app.parse(argc, argv);
