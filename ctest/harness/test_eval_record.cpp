@@ -17,6 +17,12 @@ using Json = nlohmann::json;
 // The schema. A change here is a change of the rollout log's format: bump
 // kEvalRecordSchemaVersion and keep reading the old one.
 constexpr const char* kGolden = R"({
+  "action": {
+    "code": "",
+    "kind": "knobs",
+    "prompt_version": "",
+    "token_count": 0
+  },
   "candidate": {
     "launches": [
       {
@@ -98,7 +104,7 @@ constexpr const char* kGolden = R"({
     "std_ms": 0.025
   },
   "scale": "small",
-  "schema_version": 1,
+  "schema_version": 2,
   "speedup": 2.0,
   "task_id": 19,
   "task_name": "19_ReLU",
@@ -133,6 +139,24 @@ TEST(EvalRecord, RoundTripsThroughJsonText) {
   const EvalRecord back = record_from_json(Json::parse(Json(record).dump()));
   EXPECT_EQ(back, record);
   EXPECT_EQ(record_from_json(Json::parse(kGolden)), record);
+}
+
+TEST(EvalRecord, TextActionsRoundTripAndVersionOneRecordsStillRead) {
+  EvalRecord record = testing::sample_record();
+  record.raw_action = "Here it is:\n```cuda\ny[i] = x[i];\n```";
+  record.action = {ActionKind::text, "y[i] = x[i];", 37, "kbrl-prompt-1/body/shots=1/system=reasoning"};
+  record.outcome = Outcome::format_error;
+  EXPECT_EQ(record_from_json(Json::parse(Json(record).dump())), record);
+  // A record written before actions were kept (schema 1) reads as a knob action.
+  Json v1 = Json::parse(kGolden);
+  v1.erase("action");
+  v1["schema_version"] = 1;
+  const EvalRecord old = record_from_json(v1);
+  EXPECT_EQ(old.action, ActionInfo{});
+  EXPECT_EQ(old, testing::sample_record());
+  Json v2_without_action = Json::parse(kGolden);
+  v2_without_action.erase("action");
+  EXPECT_THROW(record_from_json(v2_without_action), InputError);
 }
 
 TEST(EvalRecord, AbsentPolicyAndTimingsAreNull) {

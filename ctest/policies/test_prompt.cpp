@@ -83,7 +83,9 @@ TEST(TaskSemantics, EveryTaskNamesEveryTensor) {
     EXPECT_LE(text.size(), 500u) << text;
     EXPECT_EQ(text.back(), '.') << text;
     // Convolutions with the same module differ only in their shapes (55 and 63, say).
-    if (task.family != Family::conv) EXPECT_TRUE(texts.insert(text).second) << "shared: " << text;
+    if (task.family != Family::conv) {
+      EXPECT_TRUE(texts.insert(text).second) << "shared: " << text;
+    }
     for (const auto* group : {&task.inputs, &task.parameters, &task.outputs})
       for (const auto& t : *group) EXPECT_TRUE(mentions(text, t.name)) << t.name << ": " << text;
     for (const auto& s : task.scalars) EXPECT_TRUE(mentions(text, s.name)) << s.name << ": " << text;
