@@ -48,7 +48,7 @@ std::vector<Rollout> EvaluatorEnvironment::evaluate(const TaskSpec& task,
                                                     const std::vector<Sample>& samples,
                                                     const std::string& policy) {
   const auto start = std::chrono::steady_clock::now();
-  std::vector<std::string> keys;
+  std::vector<std::string> keys, codes;
   std::vector<Candidate> todo;
   std::vector<std::pair<std::string, ActionInfo>> todo_actions;
   std::set<std::string> queued;
@@ -56,6 +56,7 @@ std::vector<Rollout> EvaluatorEnvironment::evaluate(const TaskSpec& task,
     Realized real = realize(task, s.action());
     const std::string raw = s.kind == ActionKind::text ? s.text : s.config.str();
     const ActionInfo info{s.kind, real.code, s.token_count(), s.prompt_version};
+    codes.push_back(real.code);
     if (!real.candidate) {
       keys.push_back(evaluator_.format_error_key(task.id, raw));
       if (!memo_.count(keys.back()))
@@ -80,6 +81,7 @@ std::vector<Rollout> EvaluatorEnvironment::evaluate(const TaskSpec& task,
     ro.sample = samples[i];
     ro.outcome = r.outcome;
     ro.outcome_detail = r.outcome_detail;
+    ro.code = codes[i];
     ro.compiled = r.compile.ok;
     ro.correct = r.outcome == Outcome::ok;
     ro.speedup = r.speedup;

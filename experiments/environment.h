@@ -23,6 +23,7 @@ struct Rollout {
   Sample sample;
   Outcome outcome = Outcome::ok;
   std::string outcome_detail;  // the record's (a format error's reason, say)
+  std::string code;            // text actions: the code realize() extracted from the text
   bool compiled = false;
   bool correct = false;
   double speedup = 0.0;  // correctness-gated

@@ -60,7 +60,7 @@ std::vector<std::string> samples_row(const std::string& run, const std::string& 
           s.finish_reason,
           csv::escape_text(r.outcome_detail),
           csv::escape_text(s.text),
-          text ? csv::escape_text(extract_code(s.text)) : std::string()};
+          csv::escape_text(r.code)};
 }
 
 std::vector<SampleRow> read_samples(const std::filesystem::path& file) {

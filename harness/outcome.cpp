@@ -26,8 +26,6 @@ constexpr std::array<std::pair<Outcome, std::string_view>, 14> kOutcomes{{
 
 }  // namespace
 
-bool compiled(Outcome o) { return o != Outcome::format_error && o != Outcome::compile_error; }
-
 std::string_view to_string(Outcome outcome) {
   for (const auto& [o, name] : kOutcomes)
     if (o == outcome) return name;

@@ -23,8 +23,6 @@ enum class Outcome {
   not_run,  // compiled, but there is no GPU to run it (compile-only evaluation, e.g. with --arch)
 };
 
-/// Did the candidate get through compilation? False for format_error and compile_error.
-bool compiled(Outcome);
 
 std::string_view to_string(Outcome);
 Outcome parse_outcome(std::string_view);  // throws InputError

@@ -104,7 +104,7 @@ TEST(Evaluator, FormatErrorRecordsAreKeyedByTheTextAndLogged) {
   const ActionInfo action{ActionKind::text, "", 7, "v"};
   const EvalRecord r = evaluator.format_error(19, "no code here", action, "no code in the text", "unit-test");
   EXPECT_EQ(r.outcome, Outcome::format_error);
-  EXPECT_FALSE(compiled(r.outcome));
+  EXPECT_FALSE(r.compile.ok);
   EXPECT_EQ(r.outcome_detail, "no code in the text");
   EXPECT_EQ(r.key, evaluator.format_error_key(19, "no code here"));
   EXPECT_NE(r.key, evaluator.format_error_key(19, "other text"));
