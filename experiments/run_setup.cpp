@@ -194,7 +194,7 @@ std::unique_ptr<Policy> make_policy(const PolicyOptions& o) {
                      "an endpoint policy's weights live in its server: --checkpoint and --adapter go with the "
                      "schedule policy (name an adapter served by the server with model=NAME)");
     EndpointOptions e = parse_endpoint_spec(o.name);
-    e.response_log = o.response_log;
+    if (!o.response_log.empty()) e.response_log = o.response_log;  // else the spec's log=, if any
     return std::make_unique<EndpointPolicy>(std::move(e));
   }
   KBRL_CHECK_INPUT(std::find(policy_names().begin(), policy_names().end(), o.name) != policy_names().end(),
