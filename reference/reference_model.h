@@ -1,9 +1,10 @@
 #pragma once
-// The libtorch reference of a task: KernelBench's Model as a callable with its parameters, and the
-// inputs drawn the way KernelBench's get_inputs() draws them.
+// The libtorch reference of a task: KernelBench's Model as a callable with its parameters, and its
+// inputs: drawn the way KernelBench's get_inputs() draws them, or from the task's stress set.
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <torch/torch.h>
@@ -34,9 +35,41 @@ struct ReferenceModel {
 /// Builds the task's reference on the CPU under torch::manual_seed(seed).
 ReferenceModel make_reference(const TaskSpec& spec, uint64_t seed = kModelSeed);
 
-/// Draws one input set on `device` as KernelBench's get_inputs() does (uniform [0,1) floats, int64
-/// class targets, a bool mask, symmetrized or triangular matrices, ...), under torch::manual_seed(seed).
-Tensors make_inputs(const TaskSpec& spec, uint64_t seed, torch::Device device);
+/// Draws the task's inputs on `device` under torch::manual_seed(seed). kernelbench: as KernelBench's
+/// get_inputs() does (uniform [0,1) floats, int64 class targets, a bool mask, symmetrized or
+/// triangular matrices, ...), bit for bit the same tensors for the same seed. stress: the task's
+/// stress set (describe_inputs says what it is). Same (spec, seed, set), same tensors.
+Tensors make_inputs(const TaskSpec& spec, uint64_t seed, torch::Device device,
+                    InputSet set = InputSet::kernelbench);
+
+/// One line saying how `set` draws this task's inputs, one "name law" clause per input joined by
+/// "; ", e.g. "x ~ uniform[-100, 100)" or "predictions ~ uniform[-10, 10); targets ~ uniform
+/// integers in [0, 4096)".
+std::string describe_inputs(const TaskSpec& spec, InputSet set);
+
+/// What every value of one drawn input satisfies. The reference tests check each declaration.
+struct InputDomain {
+  enum class Kind {
+    interval,           // float, lo <= v <= hi
+    class_index,        // int64, 0 <= v < hi
+    probability_rows,   // float, 0 < v <= 1, each row along the last dim sums to 1
+    sign,               // float, v is -1 or +1
+    mask,               // bool
+  };
+  enum class Structure { dense, symmetric, upper_triangular, lower_triangular };
+
+  Kind kind = Kind::interval;
+  double lo = 0.0;
+  double hi = 1.0;
+  Structure structure = Structure::dense;  // of a square matrix input
+
+  /// A domain narrowed on purpose (indices, probabilities, signs, masks): the input cannot take
+  /// arbitrary signs and magnitudes without leaving the operator's domain.
+  bool restricted() const { return kind != Kind::interval; }
+};
+
+/// The domain of each input of `set`, in the order of spec.inputs.
+std::vector<InputDomain> input_domains(const TaskSpec& spec, InputSet set);
 
 torch::ScalarType to_torch(DType dtype);
 

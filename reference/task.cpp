@@ -49,6 +49,17 @@ Scale parse_scale(std::string_view text) {
   throw InputError(fmt::format("unknown scale '{}': expected 'kernelbench' or 'small'", text));
 }
 
+std::string_view to_string(InputSet set) {
+  return set == InputSet::kernelbench ? "kernelbench" : "stress";
+}
+
+InputSet parse_input_set(std::string_view text) {
+  if (text == "kernelbench") return InputSet::kernelbench;
+  if (text == "stress") return InputSet::stress;
+  throw InputError(
+      fmt::format("unknown input set '{}': expected 'kernelbench' or 'stress'", text));
+}
+
 Family parse_family(std::string_view text) {
   std::string names;
   for (const auto& [f, name] : kFamilies) {

@@ -31,6 +31,13 @@ Scale parse_scale(std::string_view);    // throws InputError naming the legal va
 Family parse_family(std::string_view);  // likewise
 int64_t dtype_size(DType);
 
+/// Which distribution a task's inputs are drawn from. kernelbench: as KernelBench's get_inputs()
+/// draws them (mostly uniform [0,1)). stress: the task's own set, with signs and magnitudes well
+/// beyond [0,1) where the operator stays well defined in fp32 (reference/README.md lists them).
+enum class InputSet { kernelbench, stress };
+std::string_view to_string(InputSet);
+InputSet parse_input_set(std::string_view);  // throws InputError naming the legal values
+
 /// A tensor by name, shape and element type. A 0-d tensor has an empty shape.
 struct TensorSpec {
   std::string name;

@@ -25,6 +25,9 @@ const std::map<int, TaskDef>& registry() {
     std::map<int, TaskDef> by_id;
     for (auto& def : defs) {
       const int id = def.id;
+      KBRL_ASSERT(def.stress_laws, "task {} declares no stress input set", id);
+      KBRL_ASSERT(!def.make_inputs || def.kernelbench_laws,
+                  "task {} draws its own KernelBench inputs without declaring their laws", id);
       KBRL_ASSERT(by_id.emplace(id, std::move(def)).second, "task {} defined twice", id);
     }
     return by_id;
@@ -102,19 +105,6 @@ torch::ScalarType to_torch(DType dtype) {
     case DType::b8: return torch::kBool;
   }
   throw InternalError("unknown dtype");
-}
-
-Tensors make_inputs(const TaskSpec& spec, uint64_t seed, torch::Device device) {
-  torch::manual_seed(seed);
-  const auto& def = detail::task_def(spec.id);
-  if (def.make_inputs) return def.make_inputs(spec, device);
-  Tensors inputs;
-  for (const auto& in : spec.inputs) {
-    KBRL_ASSERT(in.dtype == DType::f32, "task {} input {} is not float32: it needs make_inputs",
-                spec.id, in.name);
-    inputs.push_back(torch::rand(in.shape, torch::TensorOptions().device(device)));
-  }
-  return inputs;
 }
 
 }  // namespace kbrl

@@ -6,6 +6,7 @@
 // and spatial dims only, so every channel count (and every groups value) is KernelBench's.
 // FLOPs: conv 2 * output elements * (C_in/groups) * kernel volume (+1 per output element with
 // bias); transposed conv 2 * input elements * (C_out/groups) * kernel volume.
+// Stress inputs: x ~ uniform[-10, 10) (the weights are parameters and stay as the module draws them).
 #include <functional>
 #include <numeric>
 
@@ -249,6 +250,7 @@ TaskDef single_conv(const ConvTask& t) {
         make_conv(conv, spec.inputs[0].shape[1]),
         [](torch::nn::AnyModule& m, const Tensors& in) { return m.forward(in[0]); });
   };
+  def.stress_laws = every_input(uniform(-10, 10));
   return def;
 }
 
@@ -280,6 +282,7 @@ TaskDef depthwise_separable() {
     return with_module<torch::nn::Sequential>(
         seq, [](torch::nn::Sequential& m, const Tensors& in) { return m->forward(in[0]); });
   };
+  def.stress_laws = every_input(uniform(-10, 10));
   return def;
 }
 

@@ -1,5 +1,8 @@
 // Level-1 elementwise tasks (activations, scalar multiply, diagonal scaling) and the softmax family.
 // FLOPs: each arithmetic operation and each transcendental function counts 1 per element.
+// Stress inputs: uniform[-100, 100) for the activations, softmax, log-softmax and the scalar
+// multiply (saturated tails, exp overflow without the max subtraction, negative halves); the
+// diagonal scaling is a product and takes the gemm range, uniform[-10, 10).
 #include "task_def.h"
 
 namespace kbrl::detail {
@@ -34,6 +37,7 @@ TaskDef activation(int id, std::string name, double ops,
   def.make_model = [fn](const TaskSpec&) {
     return stateless([fn](const Tensors& in) { return fn(in[0]); });
   };
+  def.stress_laws = every_input(uniform(-100, 100));
   return def;
 }
 
@@ -60,6 +64,7 @@ TaskDef scalar_multiply() {
     };
     return model;
   };
+  def.stress_laws = every_input(uniform(-100, 100));
   return def;
 }
 
@@ -80,6 +85,7 @@ TaskDef diagonal_scaling() {
     // KernelBench (since 2026-01-19): A.unsqueeze(1) * B, i.e. diag(A) @ B as row scaling.
     return stateless([](const Tensors& in) { return in[0].unsqueeze(1) * in[1]; });
   };
+  def.stress_laws = every_input(uniform(-10, 10));
   return def;
 }
 

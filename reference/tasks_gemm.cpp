@@ -1,6 +1,9 @@
 // Level-1 gemm tasks (matmul in its shapes, layouts and batchings) and task 97, scaled dot-product
 // attention. FLOPs: 2·M·N·K per product (batched: times the batch); attention 4·B·H·S·S·D for
 // QKᵀ and PV plus 5 per score for the softmax.
+// Stress inputs: uniform[-10, 10) for every product (signed terms that cancel), structure kept for
+// the symmetric and triangular tasks; uniform[-2, 2) for attention, so the logits QKᵀ/sqrt(D)
+// have a standard deviation near 4/3 (sums in another order than torch's still agree).
 #include <cmath>
 
 #include <torch/version.h>
@@ -42,6 +45,7 @@ TaskDef matmul(int id, std::string name, Dims kernelbench, Dims small, bool tran
   def.make_model = [fn](const TaskSpec&) {
     return stateless([fn](const Tensors& in) { return fn(in[0], in[1]); });
   };
+  def.stress_laws = every_input(uniform(-10, 10));
   return def;
 }
 
@@ -66,6 +70,8 @@ TaskDef symmetric() {
   TaskDef def =
       plain_matmul(13, "13_Matmul_for_symmetric_matrices", {4096, 4096, 4096}, {128, 128, 128});
   def.make_inputs = square_inputs([](const torch::Tensor& x) { return (x + x.t()) / 2; });
+  def.kernelbench_laws = every_input(symmetric_uniform(0, 1));
+  def.stress_laws = every_input(symmetric_uniform(-10, 10));
   return def;
 }
 
@@ -77,6 +83,8 @@ TaskDef triangular(int id, std::string name, bool upper) {
                        });
   def.make_inputs = upper ? square_inputs([](const torch::Tensor& x) { return torch::triu(x); })
                           : square_inputs([](const torch::Tensor& x) { return torch::tril(x); });
+  def.kernelbench_laws = every_input(triangular_uniform(0, 1, upper));
+  def.stress_laws = every_input(triangular_uniform(-10, 10, upper));
   // The inputs are triangular, so the product needs only the k between i and j: sum over i <= j
   // of (j - i + 1) multiply-adds, N(N+1)(N+2)/6, i.e. N(N+1)(N+2)/3 FLOPs (the speed-of-light
   // floor must not flag a kernel that skips the zeros).
@@ -108,6 +116,7 @@ TaskDef batched() {
   def.make_model = [](const TaskSpec&) {
     return stateless([](const Tensors& in) { return torch::bmm(in[0], in[1]); });
   };
+  def.stress_laws = every_input(uniform(-10, 10));
   return def;
 }
 
@@ -129,6 +138,7 @@ TaskDef tensor3d_matmul() {
   def.make_model = [](const TaskSpec&) {
     return stateless([](const Tensors& in) { return torch::matmul(in[0], in[1]); });
   };
+  def.stress_laws = every_input(uniform(-10, 10));
   return def;
 }
 
@@ -152,6 +162,7 @@ TaskDef tensor4d_matmul() {
     return stateless(
         [](const Tensors& in) { return torch::einsum("bijl,lk->bijk", {in[0], in[1]}); });
   };
+  def.stress_laws = every_input(uniform(-10, 10));
   return def;
 }
 
@@ -186,6 +197,7 @@ TaskDef attention() {
     return stateless(
         [](const Tensors& in) { return attention_reference(in[0], in[1], in[2]); });
   };
+  def.stress_laws = every_input(uniform(-2, 2));
   return def;
 }
 

@@ -1,5 +1,9 @@
 // Level-1 loss tasks: each returns a 0-d scalar (mean reduction, KL batchmean).
 // FLOPs per element of the first input: MSE 3, Huber 5, cross-entropy 4, KL 5, triplet 6, hinge 4.
+// Stress inputs: real values uniform[-10, 10) (both Huber branches, both signs of the hinge
+// product); the restricted domains keep their domain: class indices, +-1 targets, and for the KL
+// divergence probabilities far from uniform (softmax of uniform[-10, 10) logits: never 0, so the
+// log stays finite).
 #include "task_def.h"
 
 namespace kbrl::detail {
@@ -10,9 +14,11 @@ namespace F = torch::nn::functional;
 using Inputs = std::function<std::vector<TensorSpec>(Scale)>;
 using Draw = std::function<Tensors(const TaskSpec&, torch::Device)>;
 
-/// A loss task: inputs(scale) in forward's order, loss = fn(inputs), drawn by `draw`.
+/// A loss task: inputs(scale) in forward's order, loss = fn(inputs), drawn by `draw` (KernelBench's
+/// draw, stated by `kernelbench_laws`) or by `stress_laws`.
 TaskDef loss(int id, std::string name, double ops, Inputs inputs,
-             std::function<torch::Tensor(const Tensors&)> fn, Draw draw) {
+             std::function<torch::Tensor(const Tensors&)> fn, Draw draw,
+             InputLaws kernelbench_laws, InputLaws stress_laws) {
   TaskDef def;
   def.id = id;
   def.name = std::move(name);
@@ -26,6 +32,8 @@ TaskDef loss(int id, std::string name, double ops, Inputs inputs,
   };
   def.make_model = [fn](const TaskSpec&) { return stateless(fn); };
   def.make_inputs = std::move(draw);
+  def.kernelbench_laws = std::move(kernelbench_laws);
+  def.stress_laws = std::move(stress_laws);
   return def;
 }
 
@@ -37,6 +45,11 @@ Inputs pair(std::vector<int64_t> kernelbench, std::vector<int64_t> small) {
     const auto& shape = s == Scale::kernelbench ? kernelbench : small;
     return std::vector<TensorSpec>{f32("predictions", shape), f32("targets", shape)};
   };
+}
+
+/// KernelBench's "x = rand * scale" with one scale = rand(()) per draw.
+InputLaw scaled_uniform() {
+  return declared("= s*u, s ~ uniform[0, 1) once per draw, u ~ uniform[0, 1)", InputDomain{});
 }
 
 /// Tasks 94 and 96: scale = rand(()) first, then predictions = rand * scale, targets = rand.
@@ -62,9 +75,16 @@ TaskDef cross_entropy() {
         torch::randint(0, classes, spec.inputs[1].shape, on(device).dtype(torch::kInt64));
     return Tensors{predictions, targets};
   };
+  // Logits of both signs; the targets stay class indices.
+  auto laws = [](double lo, double hi) -> InputLaws {
+    return [lo, hi](const TaskSpec& spec) {
+      return std::vector<InputLaw>{uniform(lo, hi), class_indices(spec.inputs[0].shape[1])};
+    };
+  };
   return loss(
       95, "95_CrossEntropyLoss", 4, inputs,
-      [](const Tensors& in) { return F::cross_entropy(in[0], in[1]); }, draw);
+      [](const Tensors& in) { return F::cross_entropy(in[0], in[1]); }, draw, laws(0, 1),
+      laws(-10, 10));
 }
 
 TaskDef kl_div() {
@@ -81,7 +101,13 @@ TaskDef kl_div() {
         return F::kl_div(torch::log(in[0]), in[1],
                          F::KLDivFuncOptions().reduction(torch::kBatchMean));
       },
-      draw);
+      draw,
+      per_input({declared("= softmax over the last dim of s*u, s ~ uniform[0, 1) once per draw, "
+                          "u ~ uniform[0, 1)",
+                          {InputDomain::Kind::probability_rows, 0.0, 1.0}),
+                 softmax_rows(0, 1)}),
+      // Rows far from uniform (probability ratios up to e^20 within a row) and never 0.
+      every_input(softmax_rows(-10, 10)));
 }
 
 TaskDef triplet_margin() {
@@ -101,7 +127,9 @@ TaskDef triplet_margin() {
   };
   // The forward is the module: KernelBench's nn.TripletMarginLoss(margin=1.0), i.e. p=2, eps=1e-6,
   // swap=false, mean reduction.
-  TaskDef def = loss(99, "99_TripletMarginLoss", 6, inputs, /*fn=*/nullptr, draw);
+  TaskDef def = loss(99, "99_TripletMarginLoss", 6, inputs, /*fn=*/nullptr, draw,
+                     per_input({scaled_uniform(), uniform(0, 1), uniform(0, 1)}),
+                     every_input(uniform(-10, 10)));
   def.make_model = [](const TaskSpec&) {
     using torch::nn::TripletMarginLoss;
     return with_module<TripletMarginLoss>(
@@ -126,7 +154,8 @@ TaskDef hinge() {
   };
   return loss(
       100, "100_HingeLoss", 4, inputs,
-      [](const Tensors& in) { return torch::mean(torch::clamp_min(1 - in[0] * in[1], 0)); }, draw);
+      [](const Tensors& in) { return torch::mean(torch::clamp_min(1 - in[0] * in[1], 0)); }, draw,
+      per_input({uniform(0, 1), signs()}), per_input({uniform(-10, 10), signs()}));
 }
 
 }  // namespace
@@ -134,11 +163,13 @@ TaskDef hinge() {
 void add_loss_tasks(TaskDefs& defs) {
   defs.push_back(loss(
       94, "94_MSELoss", 3, pair({32768, 32768}, {128, 1000}),
-      [](const Tensors& in) { return torch::mean((in[0] - in[1]).pow(2)); }, scaled_predictions));
+      [](const Tensors& in) { return torch::mean((in[0] - in[1]).pow(2)); }, scaled_predictions,
+      per_input({scaled_uniform(), uniform(0, 1)}), every_input(uniform(-10, 10))));
   defs.push_back(cross_entropy());
   defs.push_back(loss(
       96, "96_HuberLoss", 5, pair({32768, 32768}, {128, 1000}),
-      [](const Tensors& in) { return F::smooth_l1_loss(in[0], in[1]); }, scaled_predictions));
+      [](const Tensors& in) { return F::smooth_l1_loss(in[0], in[1]); }, scaled_predictions,
+      per_input({scaled_uniform(), uniform(0, 1)}), every_input(uniform(-10, 10))));
   defs.push_back(kl_div());
   defs.push_back(triplet_margin());
   defs.push_back(hinge());

@@ -2,6 +2,8 @@
 // Frobenius, L1 and L2 normalizations KernelBench writes out with torch ops.
 // FLOPs per element: statistics 3, normalize 2, affine 2 (batch 7, instance 5, group 7, layer 7);
 // RMS, Frobenius, L1 and L2 3.
+// Stress inputs: uniform[-10, 10) (signed values: an L1 norm without the abs, a variance that
+// assumes positive values, fail).
 #include "task_def.h"
 
 namespace kbrl::detail {
@@ -49,6 +51,7 @@ TaskDef norm(int id, std::string name, std::function<TaskSpec(Scale)> spec,
   def.family = Family::norm;
   def.spec = std::move(spec);
   def.make_model = std::move(make_model);
+  def.stress_laws = every_input(uniform(-10, 10));
   return def;
 }
 

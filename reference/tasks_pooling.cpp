@@ -1,5 +1,8 @@
 // Level-1 pooling tasks (max and average pooling in 1, 2 and 3 dimensions).
 // FLOPs: the kernel volume per output element (one compare or add per window element).
+// Stress inputs: uniform[-10, 10); max pooling adds a shift of -15, 0 or +15 per (n, c) channel, so
+// whole channels are negative (a max that starts at 0, or pads with 0, fails on them) and whole
+// channels positive.
 #include "task_def.h"
 
 namespace kbrl::detail {
@@ -34,7 +37,8 @@ Module avg_pool(const Window& w) {
 /// A pooling task y = pool(x) over x:[N,C,spatial...]; `make_module(window)` builds the module.
 template <typename MakeModule>
 TaskDef pooling(int id, std::string name, std::vector<int64_t> kernelbench_shape,
-                std::vector<int64_t> small_shape, Window window, MakeModule make_module) {
+                std::vector<int64_t> small_shape, Window window, MakeModule make_module,
+                InputLaw stress) {
   TaskDef def;
   def.id = id;
   def.name = std::move(name);
@@ -58,7 +62,12 @@ TaskDef pooling(int id, std::string name, std::vector<int64_t> kernelbench_shape
     return with_module<Module>(make_module(window),
                                [](Module& pool, const Tensors& in) { return pool(in[0]); });
   };
+  def.stress_laws = every_input(std::move(stress));
   return def;
+}
+
+InputLaw max_pool_stress() {
+  return shifted_uniform(-10, 10, 15, {0, 1}, "(n, c) channel");
 }
 
 }  // namespace
@@ -66,23 +75,23 @@ TaskDef pooling(int id, std::string name, std::vector<int64_t> kernelbench_shape
 void add_pooling_tasks(TaskDefs& defs) {
   defs.push_back(pooling(41, "41_Max_Pooling_1D", {64, 192, 65536}, {4, 16, 500},
                          {.kernel = 8, .stride = 1, .padding = 4, .dilation = 3},
-                         max_pool<nn::MaxPool1d, nn::MaxPool1dOptions>));
+                         max_pool<nn::MaxPool1d, nn::MaxPool1dOptions>, max_pool_stress()));
   defs.push_back(pooling(42, "42_Max_Pooling_2D", {32, 64, 512, 512}, {2, 8, 40, 40},
                          {.kernel = 4, .stride = 1, .padding = 1, .dilation = 1},
-                         max_pool<nn::MaxPool2d, nn::MaxPool2dOptions>));
+                         max_pool<nn::MaxPool2d, nn::MaxPool2dOptions>, max_pool_stress()));
   defs.push_back(pooling(43, "43_Max_Pooling_3D", {16, 32, 128, 128, 128}, {2, 4, 20, 20, 20},
                          {.kernel = 3, .stride = 2, .padding = 1, .dilation = 3},
-                         max_pool<nn::MaxPool3d, nn::MaxPool3dOptions>));
+                         max_pool<nn::MaxPool3d, nn::MaxPool3dOptions>, max_pool_stress()));
   defs.push_back(pooling(44, "44_Average_Pooling_1D", {64, 128, 65536}, {4, 16, 500},
                          {.kernel = 8, .stride = 1, .padding = 4},
-                         avg_pool<nn::AvgPool1d, nn::AvgPool1dOptions>));
+                         avg_pool<nn::AvgPool1d, nn::AvgPool1dOptions>, uniform(-10, 10)));
   // KernelBench passes only kernel_size=11: stride=None means stride = kernel_size, padding 0.
   defs.push_back(pooling(45, "45_Average_Pooling_2D", {16, 64, 2048, 2048}, {2, 8, 64, 64},
                          {.kernel = 11, .stride = 11, .padding = 0},
-                         avg_pool<nn::AvgPool2d, nn::AvgPool2dOptions>));
+                         avg_pool<nn::AvgPool2d, nn::AvgPool2dOptions>, uniform(-10, 10)));
   defs.push_back(pooling(46, "46_Average_Pooling_3D", {16, 32, 128, 128, 256}, {2, 4, 16, 16, 32},
                          {.kernel = 3, .stride = 2, .padding = 1},
-                         avg_pool<nn::AvgPool3d, nn::AvgPool3dOptions>));
+                         avg_pool<nn::AvgPool3d, nn::AvgPool3dOptions>, uniform(-10, 10)));
 }
 
 }  // namespace kbrl::detail

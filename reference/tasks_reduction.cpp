@@ -1,5 +1,8 @@
 // Level-1 reductions over dim 1 (sum, mean, max, min) and arg-reductions (argmax, argmin: int64
 // indices). FLOPs: 1 per input element; mean 1 more per output element (the division).
+// Stress inputs: uniform[-10, 10); max, min, argmax and argmin add a shift of -15, 0 or +15 shared by
+// the values reduced together, so some reduced slices are all negative and some all positive (a
+// max that starts at 0, a min that starts at 0, fails on them).
 #include "task_def.h"
 
 namespace kbrl::detail {
@@ -12,21 +15,22 @@ struct Reduction {
   bool keepdim;       // the output keeps the reduced dim as size 1
   double per_output;  // FLOPs per output element beyond the 1 per input element
   torch::Tensor (*fn)(const torch::Tensor&);
+  bool extremum;      // max, min, argmax, argmin: stress slices of one sign
 };
 
 const Reduction kReductions[] = {
     {47, "47_Sum_reduction_over_a_dimension", Family::reduction, true, 0,
-     [](const torch::Tensor& x) { return torch::sum(x, 1, /*keepdim=*/true); }},
+     [](const torch::Tensor& x) { return torch::sum(x, 1, /*keepdim=*/true); }, false},
     {48, "48_Mean_reduction_over_a_dimension", Family::reduction, false, 1,
-     [](const torch::Tensor& x) { return torch::mean(x, 1); }},
+     [](const torch::Tensor& x) { return torch::mean(x, 1); }, false},
     {49, "49_Max_reduction_over_a_dimension", Family::reduction, false, 0,
-     [](const torch::Tensor& x) { return std::get<0>(torch::max(x, 1)); }},
+     [](const torch::Tensor& x) { return std::get<0>(torch::max(x, 1)); }, true},
     {51, "51_Argmax_over_a_dimension", Family::arg_reduction, false, 0,
-     [](const torch::Tensor& x) { return torch::argmax(x, 1); }},
+     [](const torch::Tensor& x) { return torch::argmax(x, 1); }, true},
     {52, "52_Argmin_over_a_dimension", Family::arg_reduction, false, 0,
-     [](const torch::Tensor& x) { return torch::argmin(x, 1); }},
+     [](const torch::Tensor& x) { return torch::argmin(x, 1); }, true},
     {53, "53_Min_reduction_over_a_dimension", Family::reduction, false, 0,
-     [](const torch::Tensor& x) { return std::get<0>(torch::min(x, 1)); }},
+     [](const torch::Tensor& x) { return std::get<0>(torch::min(x, 1)); }, true},
 };
 
 // Every task reduces dim 1 of x:[128,4096,4095] (the kept last dim stays odd).
@@ -54,6 +58,9 @@ TaskDef reduction(const Reduction& r) {
   def.make_model = [fn = r.fn](const TaskSpec&) {
     return stateless([fn](const Tensors& in) { return fn(in[0]); });
   };
+  def.stress_laws = every_input(
+      r.extremum ? shifted_uniform(-10, 10, 15, {0, 2}, "(b, k): the x[b, :, k] reduced together")
+                 : uniform(-10, 10));
   return def;
 }
 
