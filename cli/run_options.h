@@ -10,11 +10,14 @@
 
 namespace kbrl::cli {
 
-/// --mode, --tolerance, --reward, --precision, --trials, --timeout, --arch, --device (the scale is
+/// --mode, --tolerance, --inputs, --reward, --precision, --trials, --timeout, --arch, --device (the scale is
 /// added by each command: it means different things to them).
 inline void add_eval_flags(CLI::App* cmd, EvalFlags& f) {
   cmd->add_option("--mode", f.mode, "timing: fast (5 samples), full (50) or adaptive")->capture_default_str();
   cmd->add_option("--tolerance", f.tolerance, "strict (atol=rtol=1e-4) or legacy (1e-2)")->capture_default_str();
+  cmd->add_option("--inputs", f.inputs,
+                  "robust (KernelBench's inputs plus a stress trial) or kernelbench (KernelBench's only)")
+      ->capture_default_str();
   cmd->add_option("--reward", f.reward, "speedup, composite or normalized")->capture_default_str();
   cmd->add_option("--precision", f.precision, "reduced precision: allow, flag or reject")->capture_default_str();
   cmd->add_option("--trials", f.trials, "correctness trials on fresh inputs")->capture_default_str();

@@ -113,6 +113,7 @@ struct EvalFlags {
   std::string mode = "fast";           // fast | full | adaptive
   std::string scale = "kernelbench";   // kernelbench | small
   std::string tolerance = "strict";    // strict | legacy
+  std::string inputs = "robust";       // robust | kernelbench
   std::string reward = "speedup";      // speedup | composite | normalized
   std::string precision = "flag";      // allow | flag | reject
   int trials = 5;

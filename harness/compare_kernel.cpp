@@ -45,6 +45,30 @@ kbrl_compare_f32(const float* __restrict__ out, const float* __restrict__ ref, l
   }
   if (t < 6) partials[blockIdx.x * 6 + t] = s[t][0];
 }
+
+__device__ __forceinline__ unsigned long long kbrl_mix(unsigned long long z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+kbrl_fingerprint(const unsigned int* __restrict__ words, long long bytes, unsigned long long key,
+                 unsigned long long* __restrict__ slot) {
+  const long long n = bytes / 4;
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  unsigned long long h = 0;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+    h += kbrl_mix(key ^ ((unsigned long long)i * 0xD1B54A32D192ED03ull) ^ ((unsigned long long)words[i] << 11));
+  if (blockIdx.x == 0 && threadIdx.x == 0) {  // the last 1 to 3 bytes (bool tensors)
+    const unsigned char* tail = (const unsigned char*)(words + n);
+    for (long long b = 0; b < bytes - n * 4; ++b)
+      h += kbrl_mix(~key ^ ((unsigned long long)b << 40) ^ tail[b]);
+  }
+  for (int offset = 16; offset > 0; offset /= 2) h += __shfl_down_sync(0xffffffffu, h, offset);
+  if ((threadIdx.x & 31) == 0) atomicAdd(slot, h);
+}
 )";
   return source;
 }
@@ -73,6 +97,7 @@ CompareKernel::CompareKernel(const std::string& arch) {
   const auto& api = cuda::driver();
   KBRL_CU_CHECK(api.module_load_data_ex(&module_, cubin.data(), 0, nullptr, nullptr));
   KBRL_CU_CHECK(api.module_get_function(&function_, module_, kCompareKernelName));
+  KBRL_CU_CHECK(api.module_get_function(&fingerprint_, module_, kFingerprintKernelName));
 }
 
 CompareKernel::~CompareKernel() {
@@ -84,6 +109,15 @@ void CompareKernel::launch(CUdeviceptr out, CUdeviceptr ref, int64_t n, double a
   long long count = n;
   void* args[] = {&out, &ref, &count, &atol, &rtol, &partials};
   KBRL_CU_CHECK(cuda::driver().launch_kernel(function_, kBlocks, 1, 1, kThreads, 1, 1, 0, stream, args,
+                                             nullptr));
+}
+
+void CompareKernel::fingerprint(CUdeviceptr data, int64_t bytes, uint64_t key, CUdeviceptr slot,
+                                CUstream stream) const {
+  long long count = bytes;
+  unsigned long long k = key;
+  void* args[] = {&data, &count, &k, &slot};
+  KBRL_CU_CHECK(cuda::driver().launch_kernel(fingerprint_, kBlocks, 1, 1, kThreads, 1, 1, 0, stream, args,
                                              nullptr));
 }
 

@@ -3,6 +3,11 @@
 // giving per block the counts and sums the correctness check needs (NaN/Inf count, elements outside
 // atol + rtol*|ref|, max absolute and relative error, sums of squared error and of squared reference
 // in fp64). One read of each tensor instead of a dozen libtorch passes over 1.6e9 elements.
+// In the same module, a keyed fingerprint: a 64-bit sum of splitmix64(key, position, 32-bit word)
+// over a buffer's bytes. Equal bytes give equal fingerprints; without the key, no candidate can make
+// different bytes collide on purpose. The harness uses it where it would otherwise keep a pristine
+// copy the candidate could find (inputs and parameters before and after a run) and to verify every
+// timed run's output without keeping a second copy of it.
 #include <cuda.h>
 
 #include <cstdint>
@@ -13,6 +18,7 @@ namespace kbrl {
 /// The kernel's CUDA source (compiled by NVRTC; also compiled by the unit tests without a GPU).
 const std::string& compare_kernel_source();
 inline constexpr const char* kCompareKernelName = "kbrl_compare_f32";
+inline constexpr const char* kFingerprintKernelName = "kbrl_fingerprint";
 
 /// What the kernel reports, per block, in this order (doubles).
 enum CompareStat { kNonFinite, kOutside, kMaxAbs, kMaxRel, kDiffSq, kRefSq, kCompareStats };
@@ -32,9 +38,14 @@ class CompareKernel {
   void launch(CUdeviceptr out, CUdeviceptr ref, int64_t n, double atol, double rtol,
               CUdeviceptr partials, CUstream stream) const;
 
+  /// Enqueues the keyed fingerprint of `bytes` bytes at `data` (4-byte aligned), ADDED to the uint64
+  /// at `slot` (zero it first).
+  void fingerprint(CUdeviceptr data, int64_t bytes, uint64_t key, CUdeviceptr slot, CUstream stream) const;
+
  private:
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;
+  CUfunction fingerprint_ = nullptr;
 };
 
 /// The CUBIN of the comparison kernel for `arch` (NVRTC; no GPU needed). Throws ApiError with the log.

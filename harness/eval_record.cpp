@@ -107,6 +107,21 @@ void from_json(const Json& j, CompileInfo& c) {
   c.precision_findings = j.at(f::precision_findings).get<std::vector<std::string>>();
 }
 
+bool is_fast(const EvalRecord& r, double p) {
+  return r.outcome == Outcome::ok && r.speedup > p;
+}
+
+bool is_significantly_fast(const EvalRecord& r, double p) {
+  return is_fast(r, p) && r.speedup_ci && r.speedup_ci->low > p;
+}
+
+void to_json(Json& j, const SpeedupInterval& ci) { j = {{f::low, number(ci.low)}, {f::high, number(ci.high)}}; }
+
+void from_json(const Json& j, SpeedupInterval& ci) {
+  ci.low = get_number(j, f::low);
+  ci.high = get_number(j, f::high);
+}
+
 void to_json(Json& j, const TrialCheck& t) {
   j = {{f::trial, t.trial},
        {f::seed_id, t.seed_id},
@@ -140,10 +155,12 @@ void to_json(Json& j, const EvalRecord& r) {
        {f::runtime, optional_json(r.runtime)},
        {f::reference, optional_json(r.reference)},
        {f::speedup, number(r.speedup)},
+       {f::speedup_ci, optional_json(r.speedup_ci)},
        {f::reward, number(r.reward)},
        {f::outcome, to_string(r.outcome)},
        {f::outcome_detail, r.outcome_detail},
        {f::flags, r.flags},
+       {f::inputs, r.inputs},
        {f::device, r.device},
        {f::kbrl_version, r.kbrl_version},
        {f::timestamp, r.timestamp}};
@@ -167,10 +184,14 @@ void from_json(const Json& j, EvalRecord& r) {
   r.runtime = get_optional<RuntimeStats>(j, f::runtime);
   r.reference = get_optional<RuntimeStats>(j, f::reference);
   r.speedup = get_number(j, f::speedup);
+  if (version >= 3) r.speedup_ci = get_optional<SpeedupInterval>(j, f::speedup_ci);
   r.reward = get_number(j, f::reward);
   r.outcome = parse_outcome(j.at(f::outcome).get<std::string>());
   r.outcome_detail = j.at(f::outcome_detail).get<std::string>();
   r.flags = j.at(f::flags).get<std::vector<std::string>>();
+  r.inputs = version >= 3 ? j.at(f::inputs).get<std::string>() : "kernelbench";
+  KBRL_CHECK_INPUT(r.inputs == "robust" || r.inputs == "kernelbench",
+                   "record inputs '{}' is neither 'robust' nor 'kernelbench'", r.inputs);
   r.device = j.at(f::device).get<std::string>();
   r.kbrl_version = j.at(f::kbrl_version).get<std::string>();
   r.timestamp = j.at(f::timestamp).get<std::string>();

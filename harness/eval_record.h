@@ -10,7 +10,8 @@
 //    "compile": {"ok", "log", "seconds", "cache_hit", "precision_findings": [...]},
 //    "trials": [{"trial", "seed_id", "passed", "max_abs_error", "max_rel_error", "failure"}],
 //    "runtime": RuntimeStats | null, "reference": RuntimeStats | null,
-//    "speedup", "reward", "outcome": "<Outcome>", "outcome_detail", "flags": [...],
+//    "speedup", "speedup_ci": {"low", "high"} | null, "reward", "outcome": "<Outcome>",
+//    "outcome_detail", "flags": [...], "inputs": "robust" | "kernelbench",
 //    "device", "kbrl_version", "timestamp"}
 // where RuntimeStats is {"n", "median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "q1_ms",
 // "q3_ms", "iqr_ms"}. A non-finite number (a NaN error, say) is written as the string "nan",
@@ -32,8 +33,10 @@
 namespace kbrl {
 
 /// The version of the record schema this kbrl writes; it reads this and older ones. Version 2 added
-/// "action" (a version-1 record reads as a knob action with no code and no tokens).
-inline constexpr int kEvalRecordSchemaVersion = 2;
+/// "action" (a version-1 record reads as a knob action with no code and no tokens); version 3 added
+/// "speedup_ci" and "inputs" (an older record reads with no interval and "kernelbench" inputs: it was
+/// checked on KernelBench's input distribution only and timed against a once-per-run reference).
+inline constexpr int kEvalRecordSchemaVersion = 3;
 
 /// The JSON field names of EvalRecord and its parts: the schema, in one place.
 namespace record_field {
@@ -51,6 +54,10 @@ inline constexpr const char* trials = "trials";
 inline constexpr const char* runtime = "runtime";
 inline constexpr const char* reference = "reference";
 inline constexpr const char* speedup = "speedup";
+inline constexpr const char* speedup_ci = "speedup_ci";
+inline constexpr const char* inputs = "inputs";
+inline constexpr const char* low = "low";
+inline constexpr const char* high = "high";
 inline constexpr const char* reward = "reward";
 inline constexpr const char* outcome = "outcome";
 inline constexpr const char* outcome_detail = "outcome_detail";
@@ -132,16 +139,27 @@ struct EvalRecord {
   std::optional<RuntimeStats> runtime;    // the candidate's timing; absent when not timed
   std::optional<RuntimeStats> reference;  // the reference's timing, interleaved with it
   double speedup = 0.0;                   // correctness-gated (reward.h)
+  /// The speedup's 95% interval from the paired samples (stats.h); set only when the candidate is
+  /// correct and was timed with its reference. significantly_faster() reads it.
+  std::optional<SpeedupInterval> speedup_ci;
   double reward = 0.0;
   Outcome outcome = Outcome::ok;
   std::string outcome_detail;
   std::vector<std::string> flags;  // "reduced_precision", "impossible", "excessive_speedup", ...
+  std::string inputs = "kernelbench";  // the input checks it passed through: "robust" or "kernelbench"
   std::string device;
   std::string kbrl_version;
   std::string timestamp;  // UTC, ISO 8601 (utc_timestamp())
   bool operator==(const EvalRecord&) const = default;
 };
 
+/// KernelBench's fast_p event for one record: correct (accepted) with speedup > p.
+bool is_fast(const EvalRecord& record, double p = 1.0);
+/// The significant fast_p event: correct, and the lower end of the speedup's interval above p.
+bool is_significantly_fast(const EvalRecord& record, double p = 1.0);
+
+void to_json(nlohmann::json& j, const SpeedupInterval& ci);
+void from_json(const nlohmann::json& j, SpeedupInterval& ci);
 void to_json(nlohmann::json& j, const ActionInfo& action);
 void from_json(const nlohmann::json& j, ActionInfo& action);
 void to_json(nlohmann::json& j, const RuntimeStats& stats);

@@ -53,8 +53,21 @@ double parse_tolerance(std::string_view text) {
   throw InputError(fmt::format("unknown tolerance '{}': expected 'strict' (1e-4) or 'legacy' (1e-2)", text));
 }
 
+std::string_view to_string(InputChecks inputs) {
+  return inputs == InputChecks::robust ? "robust" : "kernelbench";
+}
+
+InputChecks parse_input_checks(std::string_view text) {
+  if (text == "robust") return InputChecks::robust;
+  if (text == "kernelbench") return InputChecks::kernelbench;
+  throw InputError(fmt::format("unknown input checks '{}': expected 'robust' (KernelBench's inputs and a "
+                               "stress trial) or 'kernelbench' (KernelBench's inputs only)",
+                               text));
+}
+
 nlohmann::json EvalSettings::key_json() const {
   return {{"scale", std::string(to_string(scale))},
+          {"inputs", std::string(to_string(inputs))},
           {"mode", std::string(to_string(mode))},
           {"trials", trials},
           {"atol", atol},
@@ -165,6 +178,7 @@ EvalRecord Evaluator::new_record(const TaskSpec& spec, std::string key, const st
   record.policy = policy;
   record.raw_action = raw_action;
   record.action = action;
+  record.inputs = std::string(to_string(settings_.inputs));
   record.kbrl_version = std::string(kbrl_version());
   record.timestamp = utc_timestamp();
   return record;
@@ -252,9 +266,14 @@ EvalRecord Evaluator::finish(const Candidate& candidate, const CompileResult& co
   job.scale = spec.scale;
   job.candidate = candidate;
   job.cubin = compiled.module.cubin;
-  job.check = {settings_.trials, settings_.atol, settings_.rtol, impl_->secret};
+  job.check.trials = settings_.trials;
+  job.check.stress_trial = settings_.inputs == InputChecks::robust;
+  job.check.atol = settings_.atol;
+  job.check.rtol = settings_.rtol;
+  job.check.secret = impl_->secret;
   job.timing.stop = stop_config(settings_.mode);
-  job.timing.time_reference = !impl_->reference.count(spec.id);
+  job.timing.warmups = warmups_for(impl_->secret, record.key);
+  job.timing.time_reference = true;  // paired with every candidate, never reused from another
 
   const CallResult call = impl_->call({{"op", "run"}, {"job", job}}, settings_.job_timeout_seconds);
   GpuJobResult result;
@@ -278,8 +297,10 @@ EvalRecord Evaluator::finish(const Candidate& candidate, const CompileResult& co
   record.outcome = result.outcome;
   record.outcome_detail = result.detail;
   record.trials = result.trials;
-  if (!result.reference_ms.empty()) impl_->reference[spec.id] = summarize(result.reference_ms);
-  if (auto it = impl_->reference.find(spec.id); it != impl_->reference.end()) record.reference = it->second;
+  if (!result.reference_ms.empty()) {
+    record.reference = summarize(result.reference_ms);
+    impl_->reference[spec.id] = *record.reference;
+  }
   if (!result.candidate_ms.empty()) record.runtime = summarize(result.candidate_ms);
 
   RewardInput input;
@@ -297,6 +318,8 @@ EvalRecord Evaluator::finish(const Candidate& candidate, const CompileResult& co
   record.speedup = reward.speedup;
   record.reward = reward.reward;
   record.flags = reward.flags;
+  if (reward.accepted && result.candidate_ms.size() >= 2 && result.reference_ms.size() == result.candidate_ms.size())
+    record.speedup_ci = paired_speedup_interval(result.reference_ms, result.candidate_ms);
   if (reward.impossible) {
     record.outcome = Outcome::impossible;
     record.outcome_detail = fmt::format(

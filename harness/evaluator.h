@@ -23,8 +23,16 @@ namespace kbrl {
 class RolloutLog;
 class CompileCache;
 
+/// Which inputs the correctness checks draw. robust: the KernelBench-distribution trials and then one
+/// trial on the task's stress inputs (reference/reference_model.h, InputSet::stress: signs and
+/// magnitudes beyond [0,1)); kernelbench: KernelBench's distribution only, for comparability.
+enum class InputChecks { robust, kernelbench };
+std::string_view to_string(InputChecks);
+InputChecks parse_input_checks(std::string_view);  // InputError naming the legal values
+
 struct EvalSettings {
   Scale scale = Scale::kernelbench;
+  InputChecks inputs = InputChecks::robust;
   TimingMode mode = TimingMode::fast;
   int trials = 5;
   double atol = 1e-4;  // today's KernelBench fp32 tolerance; 1e-2 is the reports' legacy setting
@@ -87,7 +95,8 @@ class Evaluator {
   const DeviceInfo& device();
   const DevicePeaks& peaks();
   const EvalSettings& settings() const { return settings_; }
-  /// The reference timing of a task at this scale, once measured in this run.
+  /// The reference timing of a task at this scale in this run's latest evaluation of it (each
+  /// evaluation times the reference paired with its candidate).
   std::optional<RuntimeStats> reference_stats(int task_id) const;
   /// Worker processes started so far (restarts after crashes and timeouts included).
   int64_t worker_starts() const;

@@ -113,6 +113,7 @@ void to_json(nlohmann::json& j, const GpuJob& job) {
        {"candidate", job.candidate},
        {"cubin_base64", base64_encode(job.cubin)},
        {"trials", job.check.trials},
+       {"stress_trial", job.check.stress_trial},
        {"atol", job.check.atol},
        {"rtol", job.check.rtol},
        {"secret", job.check.secret},
@@ -124,6 +125,7 @@ void from_json(const nlohmann::json& j, GpuJob& job) {
   job.candidate = candidate_from_json(j.at("candidate"));
   job.cubin = base64_decode(j.at("cubin_base64").get<std::string>());
   j.at("trials").get_to(job.check.trials);
+  j.at("stress_trial").get_to(job.check.stress_trial);
   j.at("atol").get_to(job.check.atol);
   j.at("rtol").get_to(job.check.rtol);
   j.at("secret").get_to(job.check.secret);
@@ -137,6 +139,7 @@ void to_json(nlohmann::json& j, const GpuJobResult& r) {
        {"trials", r.trials},
        {"candidate_ms", r.candidate_ms},
        {"reference_ms", r.reference_ms},
+       {"timed_runs_checked", r.timed_runs_checked},
        {"restart_worker", r.restart_worker}};
 }
 void from_json(const nlohmann::json& j, GpuJobResult& r) {
@@ -145,6 +148,7 @@ void from_json(const nlohmann::json& j, GpuJobResult& r) {
   j.at("trials").get_to(r.trials);
   j.at("candidate_ms").get_to(r.candidate_ms);
   j.at("reference_ms").get_to(r.reference_ms);
+  j.at("timed_runs_checked").get_to(r.timed_runs_checked);
   r.restart_worker = j.value("restart_worker", false);
 }
 

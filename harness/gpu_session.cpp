@@ -15,6 +15,12 @@ uint64_t trial_seed(uint64_t secret, int task_id, int trial) {
   return (z ^ (z >> 31)) & 0x7FFFFFFFFFFFFFFFULL;  // torch seeds are taken as uint64; keep it positive
 }
 
+int warmups_for(uint64_t secret, std::string_view candidate_key) {
+  uint64_t h = 0xCBF29CE484222325ULL;  // FNV-1a of the key, then mixed with the secret
+  for (unsigned char c : candidate_key) h = (h ^ c) * 0x100000001B3ULL;
+  return 2 + static_cast<int>(trial_seed(secret ^ h, 0, 0x5EED) % 5);
+}
+
 }  // namespace kbrl
 
 #if !defined(KBRL_TORCH_CUDA)

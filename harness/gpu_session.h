@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "harness/eval_record.h"  // TrialCheck
@@ -26,16 +27,19 @@ struct DeviceInfo {
 };
 
 struct CheckSettings {
-  int trials = 5;
+  int trials = 5;           // trials on KernelBench-distribution inputs (InputSet::kernelbench)
+  bool stress_trial = false;  // and, before them, one on the task's stress inputs (InputSet::stress)
   double atol = 1e-4;
   double rtol = 1e-4;
-  uint64_t secret = 0;  // the run's secret: trial seeds derive from it, the task and the trial
+  uint64_t secret = 0;  // the run's secret: trial seeds and fingerprint keys derive from it
 };
 
 struct TimingSettings {
   AdaptiveStopConfig stop = stop_config(TimingMode::fast);  // how many samples (harness/stats.h)
-  int warmups = 3;
-  bool time_reference = true;  // false when the parent already has this task's reference timing
+  int warmups = 3;  // the evaluator draws it from the run's secret (warmups_for)
+  /// Time the reference paired with the candidate: one reference run on the same inputs beside every
+  /// timed candidate run, in an order drawn from the secret. False only in benchmarks.
+  bool time_reference = true;
 };
 
 struct GpuJob {
@@ -52,7 +56,8 @@ struct GpuJobResult {
   std::string detail;
   std::vector<TrialCheck> trials;
   std::vector<double> candidate_ms;  // timed samples (empty unless every check passed)
-  std::vector<double> reference_ms;
+  std::vector<double> reference_ms;  // paired with candidate_ms, sample by sample
+  int64_t timed_runs_checked = 0;    // timed runs whose output was verified (all of them)
   bool restart_worker = false;  // a sticky CUDA error poisoned this process's context
 };
 
@@ -87,7 +92,12 @@ class GpuSession {
 /// reason when not. Never throws.
 bool gpu_available(std::string* reason = nullptr);
 
-/// The trial seed for (secret, task, trial): what make_inputs is seeded with.
+/// The trial seed for (secret, task, trial): what make_inputs is seeded with. The stress trial is
+/// trial -1.
 uint64_t trial_seed(uint64_t secret, int task_id, int trial);
+
+/// The number of warm-up runs before timing, drawn from the secret and the candidate's record key
+/// (2 to 6), so a candidate cannot count its way to the first timed run.
+int warmups_for(uint64_t secret, std::string_view candidate_key);
 
 }  // namespace kbrl

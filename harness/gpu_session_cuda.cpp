@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include <kbrl/error.h>
@@ -295,6 +296,25 @@ TrialCheck compare(const torch::Tensor& out, const torch::Tensor& ref, const Che
   return check;
 }
 
+/// Adds the keyed fingerprint of `t`'s bytes (its own bytes when contiguous, else its whole storage)
+/// to slot `index` of the int64 tensor `slots` (compare_kernel.h), on the stream.
+void fingerprint_into(const torch::Tensor& t, uint64_t key, const torch::Tensor& slots, int64_t index,
+                      const CompareKernel& kernel, CUstream stream) {
+  const bool whole = t.is_contiguous();
+  const auto data = reinterpret_cast<CUdeviceptr>(whole ? t.data_ptr() : t.storage().data());
+  const int64_t bytes = whole ? t.numel() * static_cast<int64_t>(t.element_size())
+                              : static_cast<int64_t>(t.storage().nbytes());
+  const auto slot = reinterpret_cast<CUdeviceptr>(slots.data_ptr()) + static_cast<CUdeviceptr>(index) * 8;
+  kernel.fingerprint(data, bytes, key, slot, stream);
+}
+
+/// Overwrites a harness tensor that must not outlive its use (a reference output): NaN, -1 or false.
+void poison_tensor(torch::Tensor& t) {
+  if (t.is_floating_point()) t.fill_(std::numeric_limits<float>::quiet_NaN());
+  else if (t.scalar_type() == torch::kBool) t.fill_(false);
+  else t.fill_(-1);
+}
+
 std::vector<double> scalars_of(const TaskSpec& spec) {
   std::vector<double> v;
   for (const auto& s : spec.scalars) v.push_back(s.value);
@@ -439,14 +459,16 @@ GpuJobResult GpuSession::run_checked(const GpuJob& job) {
   Impl& s = *impl_;
   torch::NoGradGuard no_grad;
   GpuJobResult result;
+  const TaskSpec spec = task_spec(job.task_id, job.scale);
+  bool drop_reference = false;  // a candidate wrote a parameter: rebuild the reference next time
   auto fail = [&](const CandidateFault& f) {
     result.outcome = f.outcome;
     result.detail = f.detail;
     result.restart_worker = f.sticky;
+    if (drop_reference) s.references.erase({spec.id, spec.scale});
     return result;
   };
 
-  const TaskSpec spec = task_spec(job.task_id, job.scale);
   ReferenceModel& model = s.reference(spec);
   const Tensors params = model.parameters();
   const auto scalars = scalars_of(spec);
@@ -470,13 +492,23 @@ GpuJobResult GpuSession::run_checked(const GpuJob& job) {
   std::vector<GuardedOutput> outputs;
   for (const auto& o : spec.outputs) outputs.emplace_back(o, s.device);
   for (auto& o : outputs) bindings.outputs.push_back(o.tensor);
+  std::vector<torch::Tensor> raw_outputs;
+  for (auto& o : outputs) raw_outputs.push_back(o.raw());
 
-  Tensors inputs;
-  const Tensors param_snapshot = [&] {
-    Tensors snap;
-    for (const auto& p : params) snap.push_back(p.detach().clone());
-    return snap;
-  }();
+  // Keyed fingerprints instead of pristine copies (compare_kernel.h): nothing the candidate could find
+  // by pointer arithmetic holds its inputs' original bytes or the reference's answer while it runs.
+  const uint64_t key = trial_seed(job.check.secret, spec.id, 0x4B42524C);
+  const uint64_t input_key = key ^ 0x1, param_key = key ^ 0x2, output_key = key ^ 0x3;
+  auto fingerprints = [&](const std::vector<torch::Tensor>& tensors, uint64_t k) {
+    auto slots = torch::zeros({static_cast<int64_t>(tensors.size())},
+                              torch::TensorOptions().dtype(torch::kInt64).device(s.device));
+    for (size_t i = 0; i < tensors.size(); ++i) fingerprint_into(tensors[i], k + i, slots, static_cast<int64_t>(i), *s.compare, s.cu_stream());
+    const auto host = slots.cpu();
+    std::vector<int64_t> out(tensors.size());
+    for (size_t i = 0; i < tensors.size(); ++i) out[i] = host[static_cast<int64_t>(i)].item<int64_t>();
+    return out;
+  };
+  const std::vector<int64_t> param_fp = fingerprints(params, param_key);
 
   // Runs the plan once over freshly poisoned outputs; returns a fault or nothing.
   auto run_once = [&]() -> std::optional<CandidateFault> {
@@ -491,43 +523,70 @@ GpuJobResult GpuSession::run_checked(const GpuJob& job) {
     return std::nullopt;
   };
 
-  Tensors expected;
-  if (job.check.trials <= 0) {  // timing only (benchmarks): one input set, no checks
+  // The trials: the stress inputs first (when asked), then KernelBench's distribution; the last trial's
+  // inputs stay for timing.
+  struct TrialPlan {
+    InputSet set;
+    uint64_t seed;
+    std::string seed_id;
+  };
+  std::vector<TrialPlan> plan;
+  if (job.check.stress_trial && job.check.trials > 0)
+    plan.push_back({InputSet::stress, trial_seed(job.check.secret, spec.id, -1), "stress-0"});
+  for (int t = 0; t < job.check.trials; ++t)
+    plan.push_back({InputSet::kernelbench, trial_seed(job.check.secret, spec.id, t), fmt::format("trial-{}", t)});
+
+  Tensors inputs;
+  std::vector<int64_t> checked_fp;  // the output fingerprints of the last checked run
+  if (plan.empty()) {  // timing only (benchmarks): one input set, no checks
     inputs = make_inputs(spec, trial_seed(job.check.secret, spec.id, 0), s.device);
     bindings.inputs = &inputs;
-    expected = model(inputs, scalars);
+    if (auto fault = run_once()) return fail(*fault);
+    checked_fp = fingerprints(raw_outputs, output_key);
   }
-  for (int trial = 0; trial < job.check.trials; ++trial) {
-    inputs = make_inputs(spec, trial_seed(job.check.secret, spec.id, trial), s.device);
+  for (size_t k = 0; k < plan.size(); ++k) {
+    const TrialPlan& p = plan[k];
+    const std::string where =
+        p.set == InputSet::stress ? fmt::format("trial {} (stress inputs: {})", k, describe_inputs(spec, p.set))
+                                  : fmt::format("trial {}", k);
+    inputs = make_inputs(spec, p.seed, s.device, p.set);
     bindings.inputs = &inputs;
-    expected = model(inputs, scalars);
-    Tensors input_snapshot;
-    for (const auto& t : inputs) input_snapshot.push_back(t.clone());
+    const std::vector<int64_t> input_fp = fingerprints(inputs, input_key);
 
     if (auto fault = run_once()) return fail(*fault);
-    std::vector<torch::Tensor> first;
-    for (auto& o : outputs) first.push_back(o.raw().clone());
+    const std::vector<int64_t> first_fp = fingerprints(raw_outputs, output_key);
     if (auto fault = run_once()) return fail(*fault);
+    checked_fp = fingerprints(raw_outputs, output_key);
 
+    const std::vector<int64_t> input_after = fingerprints(inputs, input_key);
     for (size_t i = 0; i < inputs.size(); ++i)
-      if (!torch::equal(inputs[i], input_snapshot[i]))
-        return fail({Outcome::input_mutated,
-                     fmt::format("trial {}: input '{}' changed", trial, spec.inputs[i].name)});
+      if (input_after[i] != input_fp[i])
+        return fail({Outcome::input_mutated, fmt::format("{}: input '{}' changed", where, spec.inputs[i].name)});
+    const std::vector<int64_t> param_after = fingerprints(params, param_key);
     for (size_t i = 0; i < params.size(); ++i) {
-      if (!torch::equal(params[i], param_snapshot[i])) {
-        // Restore the cached reference's parameters before reporting, so later jobs are unaffected.
-        for (size_t j = 0; j < params.size(); ++j) params[j].detach().copy_(param_snapshot[j]);
+      if (param_after[i] != param_fp[i]) {
+        drop_reference = true;  // its parameters are no longer the seeded ones
         return fail({Outcome::input_mutated,
-                     fmt::format("trial {}: parameter '{}' changed", trial, spec.parameters[i].name)});
+                     fmt::format("{}: parameter '{}' changed", where, spec.parameters[i].name)});
       }
     }
 
+    // The reference runs only now, after the candidate's runs: while the candidate ran, no reference
+    // output for these inputs existed anywhere in device memory.
+    Tensors expected = model(inputs, scalars);
     TrialCheck check;
-    check.trial = trial;
-    check.seed_id = fmt::format("trial-{}", trial);
+    check.trial = static_cast<int>(k);
+    check.seed_id = p.seed_id;
     check.passed = true;
     for (size_t i = 0; i < outputs.size() && check.passed; ++i) {
-      const TrialCheck c = compare(outputs[i].tensor, expected[i], job.check, *s.compare, s.cu_stream());
+      CheckSettings settings = job.check;
+      // Stress inputs make outputs of any magnitude: the absolute tolerance scales with the output's
+      // RMS (a sum of signed terms can be near zero where its terms are large).
+      if (p.set == InputSet::stress && expected[i].is_floating_point() && expected[i].numel() > 0) {
+        const double rms = expected[i].norm().item<double>() / std::sqrt(static_cast<double>(expected[i].numel()));
+        if (std::isfinite(rms) && rms > 1.0) settings.atol *= rms;
+      }
+      const TrialCheck c = compare(outputs[i].tensor, expected[i], settings, *s.compare, s.cu_stream());
       check.max_abs_error = std::max(check.max_abs_error, c.max_abs_error);
       check.max_rel_error = std::max(check.max_rel_error, c.max_rel_error);
       if (!c.passed) {
@@ -535,24 +594,28 @@ GpuJobResult GpuSession::run_checked(const GpuJob& job) {
         check.failure = fmt::format("output '{}': {}", spec.outputs[i].name, c.failure);
       }
     }
+    for (auto& t : expected) poison_tensor(t);  // the answer does not outlive its comparison
+    expected.clear();
     result.trials.push_back(check);
     if (!check.passed) {
       result.outcome = Outcome::wrong_answer;
-      result.detail = fmt::format("trial {}: {}", trial, check.failure);
+      result.detail = fmt::format("{}: {}", where, check.failure);
       return result;
     }
     for (size_t i = 0; i < outputs.size(); ++i)
-      if (!torch::equal(first[i], outputs[i].raw()))
+      if (first_fp[i] != checked_fp[i])
         return fail({Outcome::nondeterministic,
-                     fmt::format("trial {}: two runs on the same inputs gave different bytes in output '{}'",
-                                 trial, spec.outputs[i].name)});
+                     fmt::format("{}: two runs on the same inputs gave different bytes in output '{}'", where,
+                                 spec.outputs[i].name)});
   }
 
   if (job.timing.stop.max_samples <= 0) return result;  // checks only (benchmarks)
 
-  // Timing: warm-ups, then samples interleaved with the reference's, each after an L2 flush. The
-  // outputs are poisoned before every run (outside the timed region), so a candidate cannot tell a
-  // timed run from a checked one, and the last timed run's output is checked again afterwards.
+  // Timing on the last trial's inputs: warm-ups (a number drawn from the secret), then samples, each
+  // after an L2 flush with the outputs poisoned before it. Every timed run's output is fingerprinted
+  // right after it (outside the timed region) and must be the checked output's bytes, so no timed run
+  // goes unchecked. Each sample is paired with a reference run on the same inputs, before or after it
+  // in an order drawn from the secret; the reference's output is poisoned as soon as it is timed.
   std::optional<CandidateFault> fault;
   auto candidate_once = [&] {
     if (!fault) fault = enqueue(job, loaded, bindings, s.cu_stream());
@@ -560,35 +623,60 @@ GpuJobResult GpuSession::run_checked(const GpuJob& job) {
   auto poison_outputs = [&] {
     for (auto& o : outputs) o.poison();
   };
-  auto reference_once = [&] { model(inputs, scalars); };
+  Tensors reference_out;
+  auto reference_once = [&] { reference_out = model(inputs, scalars); };
+  auto drop_reference_out = [&] {
+    for (auto& t : reference_out) poison_tensor(t);
+    reference_out.clear();
+  };
   for (int i = 0; i < job.timing.warmups; ++i) {
     poison_outputs();
     candidate_once();
-    if (job.timing.time_reference) reference_once();
+    if (job.timing.time_reference) {
+      reference_once();
+      drop_reference_out();
+    }
   }
   if (!fault) fault = synchronize(s.cu_stream());
   if (fault) return fail(*fault);
+  const auto n_out = static_cast<int64_t>(outputs.size());
+  const int64_t capacity = std::max<int64_t>(job.timing.stop.max_samples, 1);
+  auto timed_fp = torch::zeros({capacity * n_out}, torch::TensorOptions().dtype(torch::kInt64).device(s.device));
   AdaptiveStop stop(job.timing.stop);
-  do {
+  int64_t sample = 0;
+  bool stopped = false;
+  while (!stopped && sample < capacity) {
+    const bool reference_first = (trial_seed(job.check.secret, spec.id, 1'000'000 + static_cast<int>(sample)) & 1) != 0;
+    auto time_reference = [&] {
+      result.reference_ms.push_back(s.timed_sample(reference_once));
+      drop_reference_out();
+    };
+    if (job.timing.time_reference && reference_first) time_reference();
     poison_outputs();
     const double ms = s.timed_sample(candidate_once);
     if (fault) return fail(*fault);
+    for (int64_t o = 0; o < n_out; ++o)
+      fingerprint_into(raw_outputs[o], output_key + static_cast<uint64_t>(o), timed_fp, sample * n_out + o,
+                       *s.compare, s.cu_stream());
     result.candidate_ms.push_back(ms);
-    if (job.timing.time_reference) result.reference_ms.push_back(s.timed_sample(reference_once));
-  } while (!stop.add(result.candidate_ms.back()));
-  // A fault during timing (a candidate that breaks only later) is still a fault, and so is a wrong
-  // answer from the runs that were timed.
+    if (job.timing.time_reference && !reference_first) time_reference();
+    ++sample;
+    stopped = stop.add(ms);
+  }
   if (auto late = synchronize(s.cu_stream())) return fail(*late);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const TrialCheck c = compare(outputs[i].tensor, expected[i], job.check, *s.compare, s.cu_stream());
-    if (!c.passed)
-      return fail({Outcome::wrong_answer,
-                   fmt::format("the output of the timed runs differs from the checked one: output '{}': {}",
-                               spec.outputs[i].name, c.failure)});
+  const auto host_fp = timed_fp.cpu();
+  for (int64_t j = 0; j < sample; ++j)
+    for (int64_t o = 0; o < n_out; ++o)
+      if (host_fp[j * n_out + o].item<int64_t>() != checked_fp[o])
+        return fail({Outcome::wrong_answer,
+                     fmt::format("timed run {} of {}: output '{}' differs from the checked output of the same "
+                                 "inputs (every timed run is verified)",
+                                 j + 1, sample, spec.outputs[o].name)});
+  for (size_t i = 0; i < outputs.size(); ++i)
     if (!outputs[i].guards_intact())
       return fail({Outcome::guard_violation,
                    fmt::format("a timed run wrote outside output '{}'", spec.outputs[i].name)});
-  }
+  result.timed_runs_checked = sample;
   return result;
 }
 

@@ -45,6 +45,39 @@ double sorted_quantile(const std::vector<double>& sorted, double p) {
   return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
 }
 
+double student_t_975(int64_t df) {
+  KBRL_CHECK_INPUT(df >= 1, "Student's t needs at least one degree of freedom, not {}", df);
+  static constexpr std::array<double, 30> kTable{
+      12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
+      2.2010,  2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,
+      2.0796,  2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423};
+  if (df <= 30) return kTable[static_cast<size_t>(df - 1)];
+  const double z = 1.959963984540054, n = static_cast<double>(df);
+  const double z3 = z * z * z, z5 = z3 * z * z;
+  return z + (z3 + z) / (4 * n) + (5 * z5 + 16 * z3 + 3 * z) / (96 * n * n);
+}
+
+SpeedupInterval paired_speedup_interval(const std::vector<double>& reference_ms,
+                                        const std::vector<double>& candidate_ms) {
+  KBRL_CHECK_INPUT(reference_ms.size() == candidate_ms.size(),
+                   "paired timing needs as many reference samples as candidate samples ({} and {})",
+                   reference_ms.size(), candidate_ms.size());
+  KBRL_CHECK_INPUT(reference_ms.size() >= 2, "a speedup interval needs at least two paired samples, not {}",
+                   reference_ms.size());
+  std::vector<double> log_ratio;
+  for (size_t i = 0; i < reference_ms.size(); ++i) {
+    KBRL_CHECK_INPUT(std::isfinite(reference_ms[i]) && std::isfinite(candidate_ms[i]) && reference_ms[i] > 0 &&
+                         candidate_ms[i] > 0,
+                     "paired sample {} ({} ms, {} ms) is not a pair of positive times", i, reference_ms[i],
+                     candidate_ms[i]);
+    log_ratio.push_back(std::log(reference_ms[i] / candidate_ms[i]));
+  }
+  const auto [mean, sd] = mean_and_std(log_ratio.begin(), log_ratio.end());
+  const auto n = static_cast<int64_t>(log_ratio.size());
+  const double half = student_t_975(n - 1) * sd / std::sqrt(static_cast<double>(n));
+  return {std::exp(mean - half), std::exp(mean + half)};
+}
+
 RuntimeStats summarize(std::vector<double> samples_ms) {
   KBRL_CHECK_INPUT(!samples_ms.empty(), "cannot summarize an empty list of timing samples");
   for (double s : samples_ms) check_sample(s);

@@ -36,6 +36,26 @@ double relative_std(const RuntimeStats& stats);
 /// Linear-interpolation quantile of already sorted, non-empty samples; p in [0, 1].
 double sorted_quantile(const std::vector<double>& sorted, double p);
 
+/// A confidence interval of a speedup (reference time over candidate time).
+struct SpeedupInterval {
+  double low = 0.0;
+  double high = 0.0;
+  bool operator==(const SpeedupInterval&) const = default;
+};
+
+/// The two-sided 95% confidence interval of the speedup from paired, interleaved samples: sample i
+/// of the reference and sample i of the candidate were taken back to back on the same inputs, so
+/// drift common to both (clocks, temperature, a neighbour on the GPU) cancels in their ratio. The
+/// interval is exp(m -+ t * s / sqrt(n)) for the mean m and standard deviation s of the n log-ratios
+/// log(reference_i / candidate_i), with t Student's 0.975 quantile at n - 1 degrees of freedom.
+/// Needs n >= 2 pairs of positive times; throws InputError otherwise or for unequal lengths.
+SpeedupInterval paired_speedup_interval(const std::vector<double>& reference_ms,
+                                        const std::vector<double>& candidate_ms);
+
+/// Student's t distribution's 0.975 quantile at `df` >= 1 degrees of freedom (a table to 30, then a
+/// Cornish-Fisher expansion; 1.96 in the limit).
+double student_t_975(int64_t df);
+
 /// How many samples to take: the reports' fixed counts or nvbench-like adaptive stopping.
 enum class TimingMode {
   fast,      // 5 samples

@@ -74,6 +74,7 @@ constexpr const char* kGolden = R"({
   "flags": [
     "reduced_precision"
   ],
+  "inputs": "robust",
   "kbrl_version": "0.1.0",
   "key": "0123456789abcdef0123456789abcdef",
   "outcome": "ok",
@@ -104,8 +105,12 @@ constexpr const char* kGolden = R"({
     "std_ms": 0.025
   },
   "scale": "small",
-  "schema_version": 2,
+  "schema_version": 3,
   "speedup": 2.0,
+  "speedup_ci": {
+    "high": 2.25,
+    "low": 1.75
+  },
   "task_id": 19,
   "task_name": "19_ReLU",
   "timestamp": "2026-03-05T12:34:56.789Z",
@@ -150,13 +155,51 @@ TEST(EvalRecord, TextActionsRoundTripAndVersionOneRecordsStillRead) {
   // A record written before actions were kept (schema 1) reads as a knob action.
   Json v1 = Json::parse(kGolden);
   v1.erase("action");
+  v1.erase("speedup_ci");
+  v1.erase("inputs");
   v1["schema_version"] = 1;
   const EvalRecord old = record_from_json(v1);
   EXPECT_EQ(old.action, ActionInfo{});
-  EXPECT_EQ(old, testing::sample_record());
+  EvalRecord expected_old = testing::sample_record();
+  expected_old.speedup_ci.reset();
+  expected_old.inputs = "kernelbench";
+  EXPECT_EQ(old, expected_old);
   Json v2_without_action = Json::parse(kGolden);
   v2_without_action.erase("action");
   EXPECT_THROW(record_from_json(v2_without_action), InputError);
+}
+
+TEST(EvalRecord, VersionTwoRecordsReadWithoutIntervalAndWithKernelBenchInputs) {
+  Json v2 = Json::parse(kGolden);
+  v2.erase("speedup_ci");
+  v2.erase("inputs");
+  v2["schema_version"] = 2;
+  const EvalRecord old = record_from_json(v2);
+  EXPECT_FALSE(old.speedup_ci.has_value());
+  EXPECT_EQ(old.inputs, "kernelbench");
+  Json v3_without_inputs = Json::parse(kGolden);
+  v3_without_inputs.erase("inputs");
+  EXPECT_THROW(record_from_json(v3_without_inputs), InputError);
+  Json bad_inputs = Json::parse(kGolden);
+  bad_inputs["inputs"] = "uniform";
+  EXPECT_THROW(record_from_json(bad_inputs), InputError);
+}
+
+TEST(EvalRecord, SignificantFastNeedsTheIntervalAbovePAndACorrectRecord) {
+  EvalRecord r = testing::sample_record();  // ok, speedup 2, interval [1.75, 2.25]
+  EXPECT_TRUE(is_fast(r));
+  EXPECT_TRUE(is_significantly_fast(r));
+  EXPECT_FALSE(is_significantly_fast(r, 1.8));
+  EXPECT_TRUE(is_fast(r, 1.8));
+  r.speedup_ci = SpeedupInterval{0.95, 2.25};
+  EXPECT_TRUE(is_fast(r));
+  EXPECT_FALSE(is_significantly_fast(r));
+  r.speedup_ci.reset();
+  EXPECT_FALSE(is_significantly_fast(r));
+  r = testing::sample_record();
+  r.outcome = Outcome::wrong_answer;
+  EXPECT_FALSE(is_fast(r));
+  EXPECT_FALSE(is_significantly_fast(r));
 }
 
 TEST(EvalRecord, AbsentPolicyAndTimingsAreNull) {

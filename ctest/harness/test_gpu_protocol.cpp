@@ -1,6 +1,8 @@
 // The parent <-> GPU worker messages: base64 (RFC 4648 test vectors) and JSON round trips.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <kbrl/error.h>
 
 #include "harness/compare_kernel.h"
@@ -38,7 +40,7 @@ TEST(GpuProtocol, JobRoundTrip) {
   job.candidate.launches = {{"k", {4, 1, 1}, {256, 1, 1}, 0,
                              {{ArgKind::input, 0}, {ArgKind::output, 0}, {ArgKind::i64, 0, 0.0, 1234}}}};
   job.cubin = std::string("\0\x01\xff binary", 10);
-  job.check = {3, 1e-2, 1e-2, 0xFEEDFACECAFEBEEFULL};
+  job.check = {3, true, 1e-2, 1e-2, 0xFEEDFACECAFEBEEFULL};
   job.timing.stop = stop_config(TimingMode::full);
   job.timing.warmups = 2;
   job.timing.time_reference = false;
@@ -48,6 +50,7 @@ TEST(GpuProtocol, JobRoundTrip) {
   EXPECT_EQ(back.candidate, job.candidate);
   EXPECT_EQ(back.cubin, job.cubin);
   EXPECT_EQ(back.check.trials, 3);
+  EXPECT_TRUE(back.check.stress_trial);
   EXPECT_EQ(back.check.secret, job.check.secret);
   EXPECT_DOUBLE_EQ(back.check.atol, 1e-2);
   EXPECT_EQ(back.timing.stop, job.timing.stop);
@@ -61,6 +64,8 @@ TEST(GpuProtocol, ResultRoundTripKeepsNonFiniteErrors) {
   r.detail = "trial 0: 3 of 10 output elements are NaN";
   r.trials = {{0, "trial-0", false, INFINITY, INFINITY, "NaN"}};
   r.candidate_ms = {1.5, 1.25};
+  r.reference_ms = {1.0, 1.0};
+  r.timed_runs_checked = 2;
   r.restart_worker = true;
   const GpuJobResult back = nlohmann::json(r).get<GpuJobResult>();
   EXPECT_EQ(back.outcome, Outcome::wrong_answer);
@@ -68,7 +73,24 @@ TEST(GpuProtocol, ResultRoundTripKeepsNonFiniteErrors) {
   ASSERT_EQ(back.trials.size(), 1u);
   EXPECT_TRUE(std::isinf(back.trials[0].max_abs_error));
   EXPECT_EQ(back.candidate_ms, r.candidate_ms);
+  EXPECT_EQ(back.reference_ms, r.reference_ms);
+  EXPECT_EQ(back.timed_runs_checked, 2);
   EXPECT_TRUE(back.restart_worker);
+}
+
+TEST(GpuProtocol, WarmupsAreDrawnFromTheSecretAndTheCandidate) {
+  std::set<int> seen;
+  for (uint64_t secret = 0; secret < 200; ++secret) {
+    const int w = warmups_for(secret, "key");
+    EXPECT_GE(w, 2);
+    EXPECT_LE(w, 6);
+    seen.insert(w);
+  }
+  EXPECT_EQ(seen.size(), 5u);  // every count in 2..6 occurs
+  EXPECT_EQ(warmups_for(9, "a"), warmups_for(9, "a"));
+  int differ = 0;
+  for (int i = 0; i < 50; ++i) differ += warmups_for(9, "a" + std::to_string(i)) != warmups_for(9, "b");
+  EXPECT_GT(differ, 0);
 }
 
 TEST(GpuProtocol, TrialSeedsDifferByTrialTaskAndSecret) {

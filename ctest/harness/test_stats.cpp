@@ -147,5 +147,47 @@ TEST(AdaptiveStop, RejectsBadSettingsAndSamples) {
   EXPECT_TRUE(stop.samples().empty());
 }
 
+TEST(PairedSpeedupInterval, IdenticalRatiosGiveAPointInterval) {
+  const auto ci = paired_speedup_interval({2.0, 4.0, 3.0}, {1.0, 2.0, 1.5});
+  EXPECT_NEAR(ci.low, 2.0, 1e-12);
+  EXPECT_NEAR(ci.high, 2.0, 1e-12);
+}
+
+TEST(PairedSpeedupInterval, MatchesTheTIntervalOfTheLogRatios) {
+  // log ratios: log(1.1), log(0.9), log(1.0), log(1.05), log(0.95)
+  const std::vector<double> ref{1.1, 0.9, 1.0, 1.05, 0.95}, cand(5, 1.0);
+  double m = 0, ss = 0;
+  for (double r : ref) m += std::log(r) / 5;
+  for (double r : ref) ss += (std::log(r) - m) * (std::log(r) - m);
+  const double half = 2.7764 * std::sqrt(ss / 4) / std::sqrt(5.0);
+  const auto ci = paired_speedup_interval(ref, cand);
+  EXPECT_NEAR(ci.low, std::exp(m - half), 1e-9);
+  EXPECT_NEAR(ci.high, std::exp(m + half), 1e-9);
+  EXPECT_LT(ci.low, 1.0);
+  EXPECT_GT(ci.high, 1.0);
+}
+
+TEST(PairedSpeedupInterval, CommonDriftCancels) {
+  // Both sides slow down together by 50% half-way through: the ratio stays 2, so the interval is tight.
+  const std::vector<double> ref{2.0, 2.0, 3.0, 3.0}, cand{1.0, 1.0, 1.5, 1.5};
+  const auto ci = paired_speedup_interval(ref, cand);
+  EXPECT_NEAR(ci.low, 2.0, 1e-12);
+  EXPECT_NEAR(ci.high, 2.0, 1e-12);
+}
+
+TEST(PairedSpeedupInterval, RejectsWhatCannotBePaired) {
+  EXPECT_THROW(paired_speedup_interval({1.0}, {1.0}), InputError);
+  EXPECT_THROW(paired_speedup_interval({1.0, 2.0}, {1.0}), InputError);
+  EXPECT_THROW(paired_speedup_interval({1.0, 0.0}, {1.0, 1.0}), InputError);
+}
+
+TEST(StudentT, TableAndExpansionAgreeWhereTheyMeet) {
+  EXPECT_NEAR(student_t_975(4), 2.7764, 1e-4);
+  EXPECT_NEAR(student_t_975(31), 2.0395, 2e-4);
+  EXPECT_NEAR(student_t_975(100), 1.9840, 2e-4);
+  EXPECT_NEAR(student_t_975(1000000), 1.96, 1e-3);
+  EXPECT_THROW(student_t_975(0), InputError);
+}
+
 }  // namespace
 }  // namespace kbrl

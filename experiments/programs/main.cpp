@@ -29,6 +29,7 @@ struct Options {
   std::string env = "evaluator";
   std::string mode = "fast";
   std::string tolerance = "strict";
+  std::string inputs = "robust";
   std::string scale;  // default: kernelbench (evaluator) or small (synthetic)
   std::string policy;  // "" = the experiment's own policies; endpoint:URL[,...] = a language model
   std::string arch;    // NVRTC target; without a GPU, compile only for it
@@ -103,6 +104,7 @@ int run(const Options& o) {
     flags.scale = std::string(to_string(ctx.scale));
     flags.mode = o.mode;
     flags.tolerance = o.tolerance;
+    flags.inputs = o.inputs;
     flags.arch = o.arch;
     EvalSettings s = eval_settings(flags);
     s.compile_only = !gpu;
@@ -126,6 +128,7 @@ int run(const Options& o) {
                                {"budget", o.budget},           {"env", o.env},
                                {"scale", std::string(to_string(ctx.scale))},
                                {"mode", o.mode},               {"tolerance", o.tolerance},
+                               {"inputs", o.inputs},
                                {"kbrl_version", std::string(kbrl_version())},
                                {"policy", o.policy},           {"arch", o.arch},
                                {"settings", budget_json(ctx.budget)}};
@@ -155,6 +158,9 @@ int main(int argc, char** argv) {
   app.add_option("--env", o.env, "evaluator (GPU) or synthetic (a fixed reward table, CPU)")->capture_default_str();
   app.add_option("--mode", o.mode, "timing mode of the evaluator: fast, full or adaptive")->capture_default_str();
   app.add_option("--tolerance", o.tolerance, "strict (1e-4) or legacy (1e-2, the reports' era)")->capture_default_str();
+  app.add_option("--inputs", o.inputs,
+                 "robust (KernelBench's inputs plus a stress trial) or kernelbench (KernelBench's only)")
+      ->capture_default_str();
   app.add_option("--scale", o.scale, "kernelbench or small (default: kernelbench; small with --env synthetic)");
   app.add_option("--policy", o.policy,
                  "a language model, endpoint:URL[,model=NAME,...], for policy_sweep, best_of_n, selection and "
