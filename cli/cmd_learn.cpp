@@ -221,26 +221,29 @@ void run_sample(const CommonOptions& o) {
   EnvHandle env = make_env(o, c.scale);
   write_run_json(dir, "sample", o, j);
   CsvTable csv(dir / "samples.csv", schemas::samples());
-  std::cout << fmt::format("{:>4}  {:<36} {:>7} {:>8} {:>7} {:>9}  {}\n", "task", "name", "samples", "compiled",
-                           "correct", "best x", "best config");
+  std::cout << fmt::format("{:>4}  {:<36} {:>7} {:>8} {:>7} {:>5} {:>8} {:>9}  {}\n", "task", "name", "samples",
+                           "compiled", "correct", "fast", "sig fast", "best x", "best config");
   for (int id : c.tasks) {
     const TaskSpec task = task_spec(id, c.scale);
     const std::vector<Sample> samples = policy->sample(task, c.k, c.temperature, task_seed(c.seed, id));
     const std::vector<Rollout> rollouts = env.env->evaluate(task, samples, policy->name());
-    int correct = 0, compiled = 0;
+    int correct = 0, compiled = 0, fast = 0, sig_fast = 0;
     const Rollout* best = nullptr;
     for (size_t i = 0; i < rollouts.size(); ++i) {
       const Rollout& r = rollouts[i];
       csv.row(schemas::samples_row(c.run, policy->name(), static_cast<int>(i), r));
       correct += r.correct;
       compiled += r.compiled;
+      fast += r.fast();
+      sig_fast += r.significantly_fast();
       if (r.correct && (!best || r.speedup > best->speedup)) best = &r;
     }
     const std::string best_config =
         !best ? "-" : best->sample.kind == ActionKind::text ? fmt::format("sample {}", best - rollouts.data())
                                                             : best->sample.config.str();
-    std::cout << fmt::format("{:>4}  {:<36} {:>7} {:>8} {:>7} {:>9}  {}\n", id, task.name, rollouts.size(), compiled,
-                             correct, best ? fmt::format("{:.3f}", best->speedup) : "-", best_config)
+    std::cout << fmt::format("{:>4}  {:<36} {:>7} {:>8} {:>7} {:>5} {:>8} {:>9}  {}\n", id, task.name, rollouts.size(),
+                             compiled, correct, fast, sig_fast, best ? fmt::format("{:.3f}", best->speedup) : "-",
+                             best_config)
               << std::flush;
     progress_line(fmt::format("sample: task {} done ({} of {} compiled, {} correct)", id, compiled, rollouts.size(),
                               correct));
@@ -269,9 +272,9 @@ void run_train(const CommonOptions& o) {
     const StepMetrics& first = metrics.front();
     const StepMetrics& last = metrics.back();
     std::cout << fmt::format("rlvr {} steps: correct {:.3f} -> {:.3f}, fast_1 {:.3f} -> {:.3f}, "
-                             "mean reward {:.4f} -> {:.4f}\n",
+                             "sig_fast_1 {:.3f} -> {:.3f}, mean reward {:.4f} -> {:.4f}\n",
                              metrics.size(), first.correct_rate, last.correct_rate, first.fast_1, last.fast_1,
-                             first.mean_reward, last.mean_reward);
+                             first.sig_fast_1, last.sig_fast_1, first.mean_reward, last.mean_reward);
   }
   std::cout << "wrote " << steps.path().string() << (eval ? ", " + eval->path().string() : std::string())
             << " and " << (dir / "checkpoints").string() << "/ (final.pt: the trained policy)\n";
@@ -311,9 +314,10 @@ void run_ttt_command(const CommonOptions& o, bool isolated) {
     policy->save_adapter(adapters / "boa_adapter.pt");
     const StepMetrics& s0 = result.steps.front();
     const StepMetrics& boa = result.steps.at(static_cast<size_t>(result.boa.best_step));
-    std::cout << fmt::format("{}: BoA step {} of {} (fast_1 {:.3f}, step 0 {:.3f}; correct {:.3f}){}\n", run.run,
-                             result.boa.best_step, result.steps.size() - 1, boa.fast_1, s0.fast_1,
-                             boa.correct_rate,
+    std::cout << fmt::format("{}: BoA step {} of {} (fast_1 {:.3f}, step 0 {:.3f}; sig_fast_1 {:.3f}, step 0 "
+                             "{:.3f}; correct {:.3f}){}\n",
+                             run.run, result.boa.best_step, result.steps.size() - 1, boa.fast_1, s0.fast_1,
+                             boa.sig_fast_1, s0.sig_fast_1, boa.correct_rate,
                              result.boa.stop_step >= 0 ? fmt::format(", stopped early after step {}",
                                                                      result.boa.stop_step)
                                                        : "")

@@ -154,9 +154,14 @@ void run_sweep(const SweepOptions& o) {
         best_fp32 = &r;
         best_fp32_config = config.str();
       }
+      std::optional<double> speedup_low, speedup_high;
+      if (r.speedup_ci) {
+        speedup_low = r.speedup_ci->low;
+        speedup_high = r.speedup_ci->high;
+      }
       configs_csv.row({cell(id), config.str(), cell(is_expert), std::string(to_string(r.outcome)),
-                       cell(r.compile.ok), cell(ok), cell(r.speedup), opt_cell(candidate_ms),
-                       opt_cell(reference_ms), opt_cell(sol),
+                       cell(r.compile.ok), cell(ok), cell(r.speedup), opt_cell(speedup_low), opt_cell(speedup_high),
+                       opt_cell(candidate_ms), opt_cell(reference_ms), opt_cell(sol),
                        fmt::format("{}", fmt::join(r.compile.precision_findings, ";")),
                        fmt::format("{}", fmt::join(r.flags, ";"))});
     }

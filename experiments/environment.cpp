@@ -85,6 +85,7 @@ std::vector<Rollout> EvaluatorEnvironment::evaluate(const TaskSpec& task,
     ro.compiled = r.compile.ok;
     ro.correct = r.outcome == Outcome::ok;
     ro.speedup = r.speedup;
+    ro.speedup_ci = r.speedup_ci;
     ro.runtime_ms = r.runtime ? r.runtime->median_ms : 0.0;
     ro.reward = r.reward;
     ro.compile_seconds = first && !r.compile.cache_hit ? r.compile.seconds : 0.0;
@@ -120,6 +121,7 @@ Rollout SyntheticEnvironment::score(const TaskSpec& task, const Sample& sample) 
   ro.compiled = true;
   ro.correct = !wrong;
   ro.speedup = r.speedup;
+  if (ro.correct) ro.speedup_ci = SpeedupInterval{r.speedup, r.speedup};  // no timing noise in a table
   ro.reward = r.reward;
   ro.flags = r.flags;
   return ro;

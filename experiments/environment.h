@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,13 +28,18 @@ struct Rollout {
   bool compiled = false;
   bool correct = false;
   double speedup = 0.0;  // correctness-gated
+  /// The speedup's 95% interval (EvalRecord::speedup_ci): set for correct, timed candidates only.
+  std::optional<SpeedupInterval> speedup_ci;
   double runtime_ms = 0.0;  // the candidate's median when timed (0 otherwise)
   double reward = 0.0;
   double compile_seconds = 0.0;  // NVRTC time (0 on a cache hit)
   std::vector<std::string> flags;
 
-  /// fast_1's event: correct and strictly faster than the reference.
-  bool fast() const { return correct && speedup > 1.0; }
+  /// fast_p's event (fast_1's by default): correct and strictly faster than p times the reference.
+  bool fast(double p = 1.0) const { return correct && speedup > p; }
+  /// sig_fast_p's event, as harness/eval_record.h's is_significantly_fast: fast, and the lower end of
+  /// the speedup's interval above p. Without an interval (not timed) never significant.
+  bool significantly_fast(double p = 1.0) const { return fast(p) && speedup_ci && speedup_ci->low > p; }
 };
 
 class Environment {
@@ -51,9 +57,10 @@ class Environment {
 /// Evaluator::evaluate_all; text that yields no candidate is a format_error record. Identical candidates (the
 /// same record key: source, plan and settings) share one evaluation within an environment: a
 /// configuration sampled again reuses its first record (its timing included), so a run spends GPU
-/// time on distinct kernels only; rollouts still count every sample. Records are appended to the
-/// evaluator's attached rollout log once per distinct candidate; `resume_from` (that log's path)
-/// preloads the records of an interrupted run so they are not evaluated again.
+/// time on distinct kernels only; rollouts still count every sample, and a reused sample keeps the
+/// record's speedup and interval, so its fast and significantly fast classification. Records are
+/// appended to the evaluator's attached rollout log once per distinct candidate; `resume_from` (that
+/// log's path) preloads the records of an interrupted run so they are not evaluated again.
 class EvaluatorEnvironment final : public Environment {
  public:
   explicit EvaluatorEnvironment(Evaluator& evaluator, const std::filesystem::path& resume_from = {});
@@ -74,7 +81,9 @@ class EvaluatorEnvironment final : public Environment {
 /// (knob, value) of a task has an effect drawn from `seed`; a configuration's log-speedup is the
 /// sum of its values' effects, so a policy can learn it knob by knob. A configuration with an
 /// unsafe value (precision other than fp32, fast_math=on, tail=dropped) is wrong for half of the
-/// configurations (by hash). Rewards follow `reward` (speedup kind: the gated speedup).
+/// configurations (by hash). Rewards follow `reward` (speedup kind: the gated speedup). There is no
+/// timing noise in a table: a correct rollout's speedup interval is [speedup, speedup], so it is
+/// significantly fast exactly when it is fast.
 class SyntheticEnvironment final : public Environment {
  public:
   explicit SyntheticEnvironment(uint64_t seed, double effect_scale = 0.5, RewardConfig reward = {});

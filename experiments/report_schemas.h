@@ -1,7 +1,9 @@
 #pragma once
 // The schemas of the report tables the experiment programs write (experiments/programs/), one
 // function per CSV (golden-tested in ctest/experiments/test_schemas.cpp). The per-sample, per-step
-// and sweep CSVs are in schemas.h.
+// and sweep CSVs are in schemas.h, with the naming of the significant twins (sig_fast_1, ...). A twin
+// follows its column, or its column's group when spread columns go with it (fast_1,std,sig_fast_1,
+// sig_std). Best-of-N picks by speedup; its sig_ columns ask whether that pick is significantly fast.
 #include "csv_table.h"
 
 namespace kbrl::schemas {

@@ -1,6 +1,7 @@
 #include "schemas.h"
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <kbrl/csv.h>
@@ -12,7 +13,7 @@ namespace kbrl::schemas {
 const CsvSchema& training_steps() {
   static const CsvSchema s{
       "training_steps",
-      {"run", "step", "tasks", "rollouts", "compiled_rate", "correct_rate", "fast_1",
+      {"run", "step", "tasks", "rollouts", "compiled_rate", "correct_rate", "fast_1", "sig_fast_1",
        "mean_speedup_correct", "mean_reward", "kl_to_start", "entropy", "loss", "grad_norm",
        "clip_fraction", "tokens", "teacher_tokens", "compile_seconds", "evaluator_seconds",
        "wall_seconds"}};
@@ -21,7 +22,7 @@ const CsvSchema& training_steps() {
 
 const CsvSchema& ttt_task_steps() {
   static const CsvSchema s{"ttt_task_steps",
-                           {"run", "step", "task_id", "rollouts", "correct_rate", "fast_1",
+                           {"run", "step", "task_id", "rollouts", "correct_rate", "fast_1", "sig_fast_1",
                             "best_speedup", "mean_speedup_correct"}};
   return s;
 }
@@ -30,8 +31,8 @@ const CsvSchema& samples() {
   static const CsvSchema s{"samples",
                            {"run", "policy", "task_id", "sample", "config", "tokens", "logprob",
                             "surprisal", "token_count", "outcome", "compiled", "correct", "speedup",
-                            "reward", "action", "mean_logprob", "prompt_version", "finish_reason",
-                            "outcome_detail", "text", "code"}};
+                            "speedup_low", "speedup_high", "reward", "action", "mean_logprob", "prompt_version",
+                            "finish_reason", "outcome_detail", "text", "code"}};
   return s;
 }
 
@@ -53,6 +54,8 @@ std::vector<std::string> samples_row(const std::string& run, const std::string& 
           cell(r.compiled),
           cell(r.correct),
           cell(r.speedup),
+          r.speedup_ci ? cell(r.speedup_ci->low) : std::string(),
+          r.speedup_ci ? cell(r.speedup_ci->high) : std::string(),
           cell(r.reward),
           std::string(to_string(s.kind)),
           cell(s.mean_logprob()),
@@ -63,39 +66,68 @@ std::vector<std::string> samples_row(const std::string& run, const std::string& 
           csv::escape_text(r.code)};
 }
 
+namespace {
+
+/// The samples.csv header before the speedup interval: still read, its rows with no interval.
+const CsvSchema& samples_without_interval() {
+  static const CsvSchema s = [] {
+    CsvSchema old = samples();
+    std::erase_if(old.columns, [](const std::string& c) { return c == "speedup_low" || c == "speedup_high"; });
+    return old;
+  }();
+  return s;
+}
+
+}  // namespace
+
 std::vector<SampleRow> read_samples(const std::filesystem::path& file) {
   std::ifstream in(file);
   KBRL_CHECK_INPUT(in.good(), "cannot read {}", file.string());
   std::string line;
   std::getline(in, line);
   if (!line.empty() && line.back() == '\r') line.pop_back();
-  KBRL_CHECK_INPUT(line == samples().header(), "{} is not a samples CSV of this kbrl: its header is\n  {}\nnot\n  {}",
+  const bool with_interval = line == samples().header();
+  KBRL_CHECK_INPUT(with_interval || line == samples_without_interval().header(),
+                   "{} is not a samples CSV of this kbrl: its header is\n  {}\nnot\n  {}\n(or the older one "
+                   "without speedup_low,speedup_high)",
                    file.string(), line, samples().header());
-  const size_t columns = samples().columns.size();
+  const std::vector<std::string>& columns = (with_interval ? samples() : samples_without_interval()).columns;
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < columns.size(); ++i) index[columns[i]] = i;
   std::vector<SampleRow> rows;
   int line_no = 1;
   while (std::getline(in, line)) {
     ++line_no;
     if (line.empty()) continue;
     const std::vector<std::string> f = csv::split_line(line);
-    KBRL_CHECK_INPUT(f.size() == columns, "{}:{}: {} fields, expected {}", file.string(), line_no, f.size(), columns);
+    KBRL_CHECK_INPUT(f.size() == columns.size(), "{}:{}: {} fields, expected {}", file.string(), line_no, f.size(),
+                     columns.size());
+    const auto at = [&](const char* column) -> const std::string& { return f[index.at(column)]; };
     SampleRow r;
     try {
-      r.run = f[0];
-      r.policy = f[1];
-      r.task_id = std::stoi(f[2]);
-      r.sample = std::stoi(f[3]);
-      r.config = f[4];
-      std::istringstream toks(f[5]);
+      r.run = at("run");
+      r.policy = at("policy");
+      r.task_id = std::stoi(at("task_id"));
+      r.sample = std::stoi(at("sample"));
+      r.config = at("config");
+      std::istringstream toks(at("tokens"));
       for (int t; toks >> t;) r.tokens.push_back(t);
-      r.logprob = std::stod(f[6]);
-      r.token_count = std::stoi(f[8]);
-      r.outcome = parse_outcome(f[9]);
-      r.compiled = f[10] == "1";
-      r.correct = f[11] == "1";
-      r.speedup = std::stod(f[12]);
-      r.kind = parse_action_kind(f[14]);
-      r.text = csv::unescape_text(f[19]);
+      r.logprob = std::stod(at("logprob"));
+      r.token_count = std::stoi(at("token_count"));
+      r.outcome = parse_outcome(at("outcome"));
+      r.compiled = at("compiled") == "1";
+      r.correct = at("correct") == "1";
+      r.speedup = std::stod(at("speedup"));
+      if (with_interval) {
+        const std::string& low = at("speedup_low");
+        const std::string& high = at("speedup_high");
+        KBRL_CHECK_INPUT(low.empty() == high.empty(),
+                         "{}:{}: speedup_low '{}' and speedup_high '{}' must both be set or both be empty",
+                         file.string(), line_no, low, high);
+        if (!low.empty()) r.speedup_ci = SpeedupInterval{std::stod(low), std::stod(high)};
+      }
+      r.kind = parse_action_kind(at("action"));
+      r.text = csv::unescape_text(at("text"));
     } catch (const std::logic_error& e) {
       throw InputError(fmt::format("{}:{}: malformed row ({})", file.string(), line_no, e.what()));
     }
@@ -112,7 +144,8 @@ const CsvSchema& sft_epochs() {
 const CsvSchema& sweep_configs() {
   static const CsvSchema s{"sweep_configs",
                            {"task_id", "config", "is_expert", "outcome", "compiled", "correct", "speedup",
-                            "candidate_ms", "reference_ms", "sol_fraction", "precision", "flags"}};
+                            "speedup_low", "speedup_high", "candidate_ms", "reference_ms", "sol_fraction",
+                            "precision", "flags"}};
   return s;
 }
 

@@ -2,6 +2,7 @@
 // The schemas of the CSVs the loops and experiments write: one place for each (golden-tested in
 // ctest/experiments/test_schemas.cpp).
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,11 @@
 #include "environment.h"
 
 namespace kbrl::schemas {
+
+// Every fast_1 column (KernelBench's fast_p event at p = 1: correct with speedup > 1) has its
+// significant twin after it, named with `sig_` before the fast part (sig_fast_1, boa_sig_fast_1,
+// sig_task_success, ...): correct, and the lower end of the speedup's 95% interval above 1 too
+// (harness/eval_record.h, is_significantly_fast), so that parity within timing noise does not count.
 
 /// One row per training or adaptation step (RLVR, TTT, SDPO): what the step's rollouts scored
 /// (before its update) and what the update measured.
@@ -20,6 +26,8 @@ const CsvSchema& ttt_task_steps();
 /// (the raw answer), `code` (what kernels/action.h extracted), `prompt_version` and
 /// `finish_reason`. `text`, `code` and `outcome_detail` are escaped onto one line
 /// (csv::escape_text: \n, \t, \r, \\). `mean_logprob` = logprob / token_count.
+/// `speedup_low`, `speedup_high`: the speedup's 95% interval, empty when the sample has none (not
+/// correct, or not timed).
 const CsvSchema& samples();
 /// The row of samples() for rollout `index` of a task.
 std::vector<std::string> samples_row(const std::string& run, const std::string& policy, int index,
@@ -38,15 +46,20 @@ struct SampleRow {
   bool compiled = false;
   bool correct = false;
   double speedup = 0;
+  std::optional<SpeedupInterval> speedup_ci;  // absent in a samples.csv from before the interval
   ActionKind kind = ActionKind::knobs;
   std::string text;  // unescaped
+  /// As Rollout::significantly_fast: correct, speedup > p and the interval's lower end > p.
+  bool significantly_fast(double p = 1.0) const { return correct && speedup > p && speedup_ci && speedup_ci->low > p; }
 };
-/// Every row of a samples.csv. InputError for another header (naming both), a row of the wrong
-/// width or a malformed field (naming the line).
+/// Every row of a samples.csv, of this kbrl's header or the older one without speedup_low and
+/// speedup_high (its rows read with no interval). InputError for another header (naming both), a
+/// row of the wrong width or a malformed field (naming the line).
 std::vector<SampleRow> read_samples(const std::filesystem::path& file);
 /// One row per SFT epoch.
 const CsvSchema& sft_epochs();
-/// One row per configuration a knob-space sweep evaluated (`kbrl sweep`).
+/// One row per configuration a knob-space sweep evaluated (`kbrl sweep`); `speedup_low`,
+/// `speedup_high` as in samples().
 const CsvSchema& sweep_configs();
 /// One row per task of a knob-space sweep: what its best configurations reached.
 const CsvSchema& sweep_tasks();

@@ -71,11 +71,12 @@ StepMetrics score_rollouts(const std::vector<Rollout>& rollouts) {
   StepMetrics m;
   m.rollouts = static_cast<int64_t>(rollouts.size());
   if (rollouts.empty()) return m;
-  double compiled = 0, correct = 0, fast = 0, speedup = 0, reward = 0;
+  double compiled = 0, correct = 0, fast = 0, sig_fast = 0, speedup = 0, reward = 0;
   for (const Rollout& r : rollouts) {
     compiled += r.compiled;
     correct += r.correct;
     fast += r.fast();
+    sig_fast += r.significantly_fast();
     if (r.correct) speedup += r.speedup;
     reward += r.reward;
   }
@@ -83,6 +84,7 @@ StepMetrics score_rollouts(const std::vector<Rollout>& rollouts) {
   m.compiled_rate = compiled / n;
   m.correct_rate = correct / n;
   m.fast_1 = fast / n;
+  m.sig_fast_1 = sig_fast / n;
   m.mean_speedup_correct = correct > 0 ? speedup / correct : 0.0;
   m.mean_reward = reward / n;
   return m;
@@ -96,6 +98,7 @@ std::vector<std::string> training_step_row(const std::string& run, const StepMet
           cell(m.compiled_rate),
           cell(m.correct_rate),
           cell(m.fast_1),
+          cell(m.sig_fast_1),
           cell(m.mean_speedup_correct),
           cell(m.mean_reward),
           cell(m.update.kl),
@@ -147,9 +150,10 @@ std::vector<StepMetrics> run_rlvr(TrainablePolicy& policy, Environment& env, con
     m.budget = budget;
     if (eval_csv) eval_csv->row(training_step_row(c.run + "_eval", m));
     if (progress)
-      progress(fmt::format("rlvr eval after {} updates: correct {:.3f} fast_1 {:.3f} reward {:.3f} over {} "
-                           "rollouts ({:.1f} s)",
-                           updates, m.correct_rate, m.fast_1, m.mean_reward, m.rollouts, budget.wall_seconds));
+      progress(fmt::format("rlvr eval after {} updates: correct {:.3f} fast_1 {:.3f} sig_fast_1 {:.3f} reward {:.3f} "
+                           "over {} rollouts ({:.1f} s)",
+                           updates, m.correct_rate, m.fast_1, m.sig_fast_1, m.mean_reward, m.rollouts,
+                           budget.wall_seconds));
   };
   if (c.eval_every > 0) evaluate_all_tasks(0);
   std::vector<StepMetrics> out;
@@ -182,9 +186,9 @@ std::vector<StepMetrics> run_rlvr(TrainablePolicy& policy, Environment& env, con
     m.budget = budget;
     if (steps_csv) steps_csv->row(training_step_row(c.run, m));
     if (progress)
-      progress(fmt::format("rlvr step {}/{}: correct {:.3f} fast_1 {:.3f} reward {:.3f} kl {:.4f} "
+      progress(fmt::format("rlvr step {}/{}: correct {:.3f} fast_1 {:.3f} sig_fast_1 {:.3f} reward {:.3f} kl {:.4f} "
                            "entropy {:.3f} ({:.1f} s)",
-                           step + 1, c.steps, m.correct_rate, m.fast_1, m.mean_reward, m.update.kl,
+                           step + 1, c.steps, m.correct_rate, m.fast_1, m.sig_fast_1, m.mean_reward, m.update.kl,
                            m.update.entropy, budget.wall_seconds));
     out.push_back(m);
     if (!checkpoint_dir.empty() && c.lora && c.checkpoint_every > 0 && (step + 1) % c.checkpoint_every == 0)
@@ -229,7 +233,7 @@ TttResult run_ttt(TrainablePolicy& policy, Environment& env, const TttConfig& c,
       for (const Rollout& r : group) best = std::max(best, r.correct ? r.speedup : 0.0);
       if (task_csv)
         task_csv->row({c.run, cell(step), cell(task.id), cell(tm.rollouts), cell(tm.correct_rate),
-                       cell(tm.fast_1), cell(best), cell(tm.mean_speedup_correct)});
+                       cell(tm.fast_1), cell(tm.sig_fast_1), cell(best), cell(tm.mean_speedup_correct)});
       if (step < c.steps) {
         std::vector<TrainItem> items;
         if (c.update == TttUpdate::grpo) {
@@ -262,9 +266,9 @@ TttResult run_ttt(TrainablePolicy& policy, Environment& env, const TttConfig& c,
     result.budget += budget;
     if (steps_csv) steps_csv->row(training_step_row(c.run, m));
     if (progress)
-      progress(fmt::format("ttt {} step {}/{}: correct {:.3f} fast_1 {:.3f} reward {:.3f} kl {:.4f}{} "
-                           "({:.1f} s)",
-                           c.run, step, c.steps, m.correct_rate, m.fast_1, m.mean_reward, m.update.kl,
+      progress(fmt::format("ttt {} step {}/{}: correct {:.3f} fast_1 {:.3f} sig_fast_1 {:.3f} reward {:.3f} "
+                           "kl {:.4f}{} ({:.1f} s)",
+                           c.run, step, c.steps, m.correct_rate, m.fast_1, m.sig_fast_1, m.mean_reward, m.update.kl,
                            stop ? " (early stop)" : "", budget.wall_seconds));
     result.steps.push_back(m);
     result.rollouts.push_back(std::move(all));

@@ -35,6 +35,7 @@ struct StepMetrics {
   int tasks = 0;
   int64_t rollouts = 0;
   double compiled_rate = 0, correct_rate = 0, fast_1 = 0;  // fractions of the rollouts
+  double sig_fast_1 = 0;  // the fraction significantly fast (Rollout::significantly_fast)
   double mean_speedup_correct = 0;  // over correct rollouts (0 when none)
   double mean_reward = 0;
   UpdateStats update;  // zero for a step without an update (the last TTT step)

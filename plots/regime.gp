@@ -9,5 +9,5 @@ set yrange [-1:1]
 set xzeroaxis lt -1
 set key top left
 f = results."/robustness/robustness.csv"
-plot f using 3:(strcol(1) eq "subset1" ? $6 : 1/0) with points ls 1 title "subset 1", \
-     f using 3:(strcol(1) eq "subset2" ? $6 : 1/0) with points ls 2 title "subset 2"
+plot f using 3:(strcol(1) eq "subset1" ? $9 : 1/0) with points ls 1 title "subset 1", \
+     f using 3:(strcol(1) eq "subset2" ? $9 : 1/0) with points ls 2 title "subset 2"

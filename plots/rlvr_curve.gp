@@ -1,5 +1,6 @@
 # RLVR training curve (self-improvement report 6.1; surprisal report Appendix B):
-# base_policy/rlvr_steps.csv, per step: correctness, fast_1 and mean reward of the step's rollouts
+# base_policy/rlvr_steps.csv, per step: correctness, fast_1 (dashed: sig_fast_1, significantly faster
+# than the reference) and mean reward of the step's rollouts
 # (a step's batch of tasks; with more train tasks than tasks per batch, steps see different tasks).
 # base_policy/rlvr_eval.csv: the same seeded samples of every train task before and after RLVR,
 # drawn as large markers at the first and the last step.
@@ -18,6 +19,7 @@ set yrange [0:1.05]
 set key bottom right
 plot f using 2:6 with linespoints ls 1 title "correct", \
      f using 2:7 with linespoints ls 2 title "fast_1", \
-     f using 2:9 axes x1y2 with linespoints ls 3 title "mean reward (right)", \
+     f using 2:8 with linespoints ls 2 dt 2 title "sig_fast_1", \
+     f using 2:10 axes x1y2 with linespoints ls 3 title "mean reward (right)", \
      e using ($2*last):7 with points ls 2 pt 5 ps 2.5 title "fast_1, all train tasks before / after", \
-     e using ($2*last):9 axes x1y2 with points ls 3 pt 9 ps 2.5 title "mean reward, all train tasks before / after (right)"
+     e using ($2*last):10 axes x1y2 with points ls 3 pt 9 ps 2.5 title "mean reward, all train tasks before / after (right)"

@@ -57,11 +57,15 @@ TEST(CliLearn, TrainWritesStepsAndCheckpoints) {
     EXPECT_EQ(steps.rows[i].at("step"), std::to_string(i));
     EXPECT_EQ(steps.rows[i].at("rollouts"), "8");  // 2 tasks x 4
     EXPECT_EQ(steps.rows[i].at("run"), "rlvr");
+    // The synthetic table has no timing noise: significantly fast is fast.
+    EXPECT_EQ(steps.rows[i].at("sig_fast_1"), steps.rows[i].at("fast_1"));
   }
   for (const char* f : {"base.pt", "adapter_step_1.pt", "adapter_step_2.pt", "final.pt"})
     EXPECT_TRUE(fs::exists(dir / "checkpoints" / f)) << f;
   EXPECT_TRUE(fs::exists(dir / "run.json"));
   EXPECT_NE(r.output.find("rlvr step 2/2"), std::string::npos) << r.output;  // progress on stderr
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("fast_1 [0-9.]+ sig_fast_1 [0-9.]+"))) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("sig_fast_1 [0-9.]+ -> [0-9.]+"))) << r.output;
   EXPECT_FALSE(fs::exists(dir / "eval.csv"));  // periodic evaluation is off unless asked for
 
   // A config file, with a flag overriding it; the trained policy loads as a checkpoint.
@@ -114,6 +118,9 @@ TEST(CliLearn, TttWritesOnePlusStepsRowsAndNamesTheBoaStep) {
   for (int i = 1; i < 4; ++i)
     if (std::stod(steps.rows[i].at("fast_1")) > std::stod(steps.rows[best].at("fast_1"))) best = i;
   EXPECT_NE(r.output.find("ttt: BoA step " + std::to_string(best) + " of 3"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(fmt::format("sig_fast_1 {:.3f}", std::stod(steps.rows[best].at("sig_fast_1")))),
+            std::string::npos)
+      << r.output;
   const Csv tasks = read_csv(dir / "ttt_tasks.csv");
   EXPECT_EQ(tasks.header, schemas::ttt_task_steps().header());
   EXPECT_EQ(tasks.rows.size(), 8u);  // 4 steps x 2 tasks
@@ -141,7 +148,7 @@ TEST(CliLearn, TttWritesOnePlusStepsRowsAndNamesTheBoaStep) {
       return std::map<std::string, std::string>{};
     };
     const auto a = step0(tasks), b = step0(iso_tasks);
-    for (const char* col : {"correct_rate", "fast_1", "best_speedup", "mean_speedup_correct"})
+    for (const char* col : {"correct_rate", "fast_1", "sig_fast_1", "best_speedup", "mean_speedup_correct"})
       EXPECT_EQ(a.at(col), b.at(col)) << "task " << id << " " << col;
   }
   EXPECT_TRUE(fs::exists(iso / "adapters" / "ttt_task19" / "boa_adapter.pt"));
@@ -161,10 +168,19 @@ TEST(CliLearn, SampleWritesKRowsPerTask) {
     ++per_task[row.at("task_id")];
     EXPECT_EQ(row.at("policy").rfind("heuristic", 0), 0u) << row.at("policy");
     EXPECT_FALSE(row.at("config").empty());
+    // The speedup's interval: a point on the synthetic table for correct samples, empty otherwise.
+    if (row.at("correct") == "1") {
+      EXPECT_EQ(row.at("speedup_low"), row.at("speedup"));
+      EXPECT_EQ(row.at("speedup_high"), row.at("speedup"));
+    } else {
+      EXPECT_EQ(row.at("speedup_low"), "");
+      EXPECT_EQ(row.at("speedup_high"), "");
+    }
   }
   EXPECT_EQ(per_task, (std::map<std::string, int>{{"19", 5}, {"23", 5}, {"47", 5}}));
   // The summary names each task with its correct count.
   EXPECT_TRUE(std::regex_search(r.output, std::regex("\\n\\s*19\\s+19_ReLU\\s+5\\s+[0-5]\\s"))) << r.output;
+  EXPECT_NE(r.output.find("sig fast"), std::string::npos) << r.output;  // beside the fast count
 
   // The same seed gives the same samples.
   const fs::path again = scratch("sample_again");

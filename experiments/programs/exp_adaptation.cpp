@@ -1,6 +1,7 @@
 // ttt (surprisal report 5.3: batch trajectory, per-task isolated TTT; Table 5.2's equal-budget
 // comparison), oversharpening (5.3b), robustness (5.4 and the regime plot), transfer (5.5) and
 // lr_sweep (6.4).
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -18,16 +19,27 @@
 namespace kbrl {
 namespace {
 
-/// (k, task success) of best_of_n's scaling table for a subset.
-std::vector<std::pair<double, double>> bon_curve(const ExperimentContext& ctx, const std::string& subset) {
+/// The index of `column` in `schema` (an internal error when it has none).
+size_t column_index(const CsvSchema& schema, const std::string& column) {
+  const auto it = std::find(schema.columns.begin(), schema.columns.end(), column);
+  KBRL_ASSERT(it != schema.columns.end(), "{} has no column {}", schema.name, column);
+  return static_cast<size_t>(it - schema.columns.begin());
+}
+
+/// (k, `column`) of best_of_n's scaling table for a subset: task_success or sig_task_success.
+std::vector<std::pair<double, double>> bon_curve(const ExperimentContext& ctx, const std::string& subset,
+                                                 const std::string& column = "task_success") {
+  const CsvSchema& schema = schemas::bon_scaling();
   std::ifstream in(ctx.input("best_of_n", "bon_scaling.csv"));
   std::string line;
   std::getline(in, line);
-  KBRL_CHECK_INPUT(line == schemas::bon_scaling().header(), "best_of_n/bon_scaling.csv: unexpected header");
+  KBRL_CHECK_INPUT(line == schema.header(),
+                   "best_of_n/bon_scaling.csv: unexpected header (written by another kbrl? run best_of_n again)");
+  const size_t k = column_index(schema, "k"), value = column_index(schema, column);
   std::vector<std::pair<double, double>> curve;
   while (std::getline(in, line)) {
     const auto f = csv::split_line(line);
-    if (f.size() >= 3 && f[0] == subset) curve.emplace_back(std::stod(f[1]), std::stod(f[2]));
+    if (f.size() == schema.columns.size() && f[0] == subset) curve.emplace_back(std::stod(f[k]), std::stod(f[value]));
   }
   KBRL_CHECK_INPUT(!curve.empty(), "best_of_n/bon_scaling.csv has no rows for {}", subset);
   return curve;
@@ -64,20 +76,23 @@ void ttt(ExperimentContext& ctx) {
     run_ttt(*p, *ctx.env, ctx.ttt_config({id}, 42, fmt::format("isolated_task{}", id)), &iso_steps,
             &iso_tasks, {}, ctx.progress);
   }
-  // Equal budget: TTT's BoA fast_1 placed on the best-of-N scaling curve.
+  // Equal budget: TTT's BoA fast_1 placed on the best-of-N scaling curve (of fast_1; the
+  // significant twins beside it).
   const auto curve = bon_curve(ctx, "subset1");
+  const auto sig_curve = bon_curve(ctx, "subset1", "sig_task_success");
   CsvTable eq(ctx.dir / "equal_budget.csv", schemas::equal_budget());
   const int64_t n_tasks = static_cast<int64_t>(b.subset1.size());
   eq.row({"subset1", fmt::format("best_of_n_k{}", static_cast<int>(curve.back().first)),
           cell(static_cast<int64_t>(curve.back().first) * n_tasks), cell(curve.back().second),
-          cell(curve.back().first)});
-  eq.row({"subset1", "best_of_n_k1", cell(n_tasks), cell(curve.front().second), cell(1.0)});
+          cell(sig_curve.back().second), cell(curve.back().first)});
+  eq.row({"subset1", "best_of_n_k1", cell(n_tasks), cell(curve.front().second), cell(sig_curve.front().second),
+          cell(1.0)});
   const StepMetrics& boa = batch.steps.at(static_cast<size_t>(batch.boa.best_step));
   eq.row({"subset1", fmt::format("ttt_boa_step{}", batch.boa.best_step),
           cell(static_cast<int64_t>(batch.boa.best_step + 1) * b.ttt_k * n_tasks), cell(boa.fast_1),
-          equivalent_k(curve, boa.fast_1)});
+          cell(boa.sig_fast_1), equivalent_k(curve, boa.fast_1)});
   eq.row({"subset1", "base_step0", cell(b.ttt_k * n_tasks), cell(batch.steps.front().fast_1),
-          equivalent_k(curve, batch.steps.front().fast_1)});
+          cell(batch.steps.front().sig_fast_1), equivalent_k(curve, batch.steps.front().fast_1)});
 }
 
 void oversharpening(ExperimentContext& ctx) {
@@ -133,21 +148,32 @@ void oversharpening(ExperimentContext& ctx) {
   }
 }
 
-/// Per task: the fast fraction of best_of_n's samples (mean over seeds), from bon_selected.csv.
-std::map<int, double> bon_fast_by_task(const ExperimentContext& ctx, const std::string& subset) {
+/// The fast and significantly fast fractions of a task's samples.
+struct FastRates {
+  double fast = 0, sig_fast = 0;
+};
+
+/// Per task: the fast fractions of best_of_n's samples (mean over seeds), from bon_selected.csv.
+std::map<int, FastRates> bon_fast_by_task(const ExperimentContext& ctx, const std::string& subset) {
+  const CsvSchema& schema = schemas::bon_selected();
   std::ifstream in(ctx.input("best_of_n", "bon_selected.csv"));
   std::string line;
   std::getline(in, line);
-  std::map<int, std::pair<double, int>> acc;
+  KBRL_CHECK_INPUT(line == schema.header(),
+                   "best_of_n/bon_selected.csv: unexpected header (written by another kbrl? run best_of_n again)");
+  const size_t task_id = column_index(schema, "task_id"), samples = column_index(schema, "samples"),
+               fast = column_index(schema, "fast"), sig_fast = column_index(schema, "sig_fast");
+  std::map<int, std::pair<FastRates, int>> acc;
   while (std::getline(in, line)) {
     const auto f = csv::split_line(line);
-    if (f.size() < 7 || f[0] != subset) continue;
-    auto& [sum, n] = acc[std::stoi(f[2])];
-    sum += std::stod(f[5]) / std::stod(f[3]);
+    if (f.size() != schema.columns.size() || f[0] != subset) continue;
+    auto& [sum, n] = acc[std::stoi(f[task_id])];
+    sum.fast += std::stod(f[fast]) / std::stod(f[samples]);
+    sum.sig_fast += std::stod(f[sig_fast]) / std::stod(f[samples]);
     ++n;
   }
-  std::map<int, double> out;
-  for (const auto& [task, a] : acc) out[task] = a.first / a.second;
+  std::map<int, FastRates> out;
+  for (const auto& [task, a] : acc) out[task] = {a.first.fast / a.second, a.first.sig_fast / a.second};
   return out;
 }
 
@@ -156,17 +182,19 @@ void robustness(ExperimentContext& ctx) {
   CsvTable table(ctx.dir / "robustness.csv", schemas::robustness());
   CsvTable steps(ctx.dir / "ttt_steps.csv", schemas::training_steps());
   for (const auto& [subset, tasks] : {std::pair{std::string("subset1"), b.subset1}, std::pair{std::string("subset2"), b.subset2}}) {
-    const std::map<int, double> bon = bon_fast_by_task(ctx, subset);
+    const std::map<int, FastRates> bon = bon_fast_by_task(ctx, subset);
     auto policy = ctx.load_policy(ctx.base_checkpoint());
     TttConfig c = ctx.ttt_config(tasks, 42, "boa_" + subset);
     c.steps = 1;  // the report compares BoA step 1
     const TttResult r = run_ttt(*policy, *ctx.env, c, &steps, nullptr, {}, ctx.progress);
     for (int id : tasks) {
-      const double base = score_rollouts(rollouts_of_task(r.rollouts.at(0), id)).fast_1;
-      const double boa = r.rollouts.size() > 1 ? score_rollouts(rollouts_of_task(r.rollouts.at(1), id)).fast_1 : base;
-      const double bn = bon.count(id) ? bon.at(id) : 0.0;
-      table.row({subset, cell(id), cell(base), cell(bn), cell(boa), cell(boa - bn),
-                 boa > bn ? "boa" : (boa < bn ? "best_of_n" : "tie")});
+      const StepMetrics base = score_rollouts(rollouts_of_task(r.rollouts.at(0), id));
+      const StepMetrics boa =
+          r.rollouts.size() > 1 ? score_rollouts(rollouts_of_task(r.rollouts.at(1), id)) : base;
+      const FastRates bn = bon.count(id) ? bon.at(id) : FastRates{};
+      table.row({subset, cell(id), cell(base.fast_1), cell(base.sig_fast_1), cell(bn.fast), cell(bn.sig_fast),
+                 cell(boa.fast_1), cell(boa.sig_fast_1), cell(boa.fast_1 - bn.fast),
+                 boa.fast_1 > bn.fast ? "boa" : (boa.fast_1 < bn.fast ? "best_of_n" : "tie")});
     }
   }
 }
@@ -189,8 +217,9 @@ void transfer(ExperimentContext& ctx) {
     std::vector<Rollout> a, d;
     for (const auto& t : base_rollouts) a.insert(a.end(), t.begin(), t.end());
     for (const auto& t : adapted_rollouts) d.insert(d.end(), t.begin(), t.end());
-    const double before = score_rollouts(a).fast_1, after = score_rollouts(d).fast_1;
-    table.row({subsets[from].first, subsets[to].first, cell(before), cell(after), cell(after - before)});
+    const StepMetrics before = score_rollouts(a), after = score_rollouts(d);
+    table.row({subsets[from].first, subsets[to].first, cell(before.fast_1), cell(before.sig_fast_1),
+               cell(after.fast_1), cell(after.sig_fast_1), cell(after.fast_1 - before.fast_1)});
   }
 }
 

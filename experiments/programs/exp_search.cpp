@@ -39,6 +39,11 @@ stats::BootstrapInterval mean_interval(const std::vector<double>& per_task) {
   return stats::paired_bootstrap(per_task, zero, 20260301, {.resamples = 2000});
 }
 
+/// A rollout as selection sees it (no log-probability: best-of-k draws at random).
+ScoredSample scored(const Rollout& r) {
+  return {r.correct, r.speedup, 0.0, r.speedup_ci ? r.speedup_ci->low : 0.0};
+}
+
 std::vector<int> k_grid(int max_k) {
   std::vector<int> ks;
   for (int k = 1; k < max_k; k *= 2) ks.push_back(k);
@@ -66,39 +71,50 @@ void best_of_n(ExperimentContext& ctx) {
                                           seed, &samples, run_name(subset, seed));
       for (size_t t = 0; t < tasks.size(); ++t) {
         const auto& rs = by_seed[seed][t];
-        int correct = 0, fast = 0;
+        int correct = 0, fast = 0, sig_fast = 0;
         double best = 0;
         for (const Rollout& r : rs) {
           correct += r.correct;
           fast += r.fast();
+          sig_fast += r.significantly_fast();
           best = std::max(best, r.speedup);
         }
         selected.row({subset, cell(static_cast<int64_t>(seed)), cell(tasks[t]), cell(static_cast<int64_t>(rs.size())),
-                      cell(correct), cell(fast), cell(best)});
+                      cell(correct), cell(fast), cell(sig_fast), cell(best)});
       }
     }
+    // Task success at k: the best of k samples (by speedup) is fast (pass@k); its significant twin:
+    // that best sample is significantly fast (selection.h, best_of_random_k).
     for (int k : k_grid(b.bon_k)) {
-      std::vector<double> per_seed, best_per_seed;
-      std::vector<double> per_task(tasks.size(), 0.0);
+      std::vector<double> per_seed, sig_per_seed, best_per_seed;
+      std::vector<double> per_task(tasks.size(), 0.0), sig_per_task(tasks.size(), 0.0);
       for (const auto& [seed, per] : by_seed) {
-        std::vector<double> success, best;
+        std::vector<double> success, sig_success, best;
         for (size_t t = 0; t < per.size(); ++t) {
           int64_t fast = 0;
           std::vector<double> speedups;
+          std::vector<ScoredSample> samples;
           for (const Rollout& r : per[t]) {
             fast += r.fast();
             speedups.push_back(r.speedup);
+            samples.push_back(scored(r));
           }
           const double p = stats::pass_at_k(static_cast<int64_t>(per[t].size()), fast, k);
+          const double sig = best_of_random_k(samples, k).sig_fast;
           success.push_back(p);
+          sig_success.push_back(sig);
           per_task[t] += p / static_cast<double>(by_seed.size());
+          sig_per_task[t] += sig / static_cast<double>(by_seed.size());
           best.push_back(stats::expected_best_of_k(speedups, k));
         }
         per_seed.push_back(mean(success));
+        sig_per_seed.push_back(mean(sig_success));
         best_per_seed.push_back(mean(best));
       }
       const auto ci = mean_interval(per_task);
+      const auto sig_ci = mean_interval(sig_per_task);
       scaling.row({subset, cell(k), cell(mean(per_seed)), cell(stdev(per_seed)), cell(ci.lower), cell(ci.upper),
+                   cell(mean(sig_per_seed)), cell(stdev(sig_per_seed)), cell(sig_ci.lower), cell(sig_ci.upper),
                    cell(mean(best_per_seed)), cell(static_cast<int64_t>(by_seed.size())), cell(b.bon_k)});
     }
   }
@@ -111,8 +127,8 @@ Grouped group_samples(const std::vector<schemas::SampleRow>& rows) {
   Grouped g;
   for (const schemas::SampleRow& r : rows) {
     const std::string subset = r.run.substr(0, r.run.find('_'));
-    g[subset][r.run][r.task_id].push_back(
-        {r.correct, r.speedup, r.token_count ? r.logprob / r.token_count : 0.0});
+    g[subset][r.run][r.task_id].push_back({r.correct, r.speedup, r.token_count ? r.logprob / r.token_count : 0.0,
+                                           r.speedup_ci ? r.speedup_ci->low : 0.0});
   }
   return g;
 }
@@ -125,35 +141,39 @@ void selection(ExperimentContext& ctx) {
   for (const auto& [subset, runs] : g) {
     std::map<SelectionStrategy, std::vector<Selection>> pairs;  // over (run, task)
     for (SelectionStrategy st : all_selection_strategies()) {
-      std::vector<double> fast_per_run, speed_per_run;
+      std::vector<double> fast_per_run, sig_per_run, speed_per_run;
       int evaluations = 0;
       for (const auto& [run, tasks] : runs) {
-        std::vector<double> f, s;
+        std::vector<double> f, sf, s;
         for (const auto& [task, samples] : tasks) {
           const Selection sel = select_sample(samples, st);
           pairs[st].push_back(sel);
           f.push_back(sel.fast);
+          sf.push_back(sel.sig_fast);
           s.push_back(sel.speedup);
           evaluations = sel.evaluations;
         }
         fast_per_run.push_back(mean(f));
+        sig_per_run.push_back(mean(sf));
         speed_per_run.push_back(mean(s));
       }
       table.row({subset, std::string(to_string(st)), cell(mean(fast_per_run)), cell(stdev(fast_per_run)),
-                 cell(mean(speed_per_run)), cell(evaluations)});
+                 cell(mean(sig_per_run)), cell(stdev(sig_per_run)), cell(mean(speed_per_run)), cell(evaluations)});
     }
     // Surprisal-guided vs the others, over (run, task) pairs.
     for (SelectionStrategy other : {SelectionStrategy::confidence, SelectionStrategy::random_correct}) {
       const auto& a = pairs[SelectionStrategy::surprisal];
       const auto& o = pairs[other];
-      std::vector<double> fa, fo, log_ratio, fast_diff;
+      std::vector<double> fa, fo, sa, so, log_ratio, fast_diff;
       for (size_t i = 0; i < a.size(); ++i) {
         fa.push_back(a[i].fast);
         fo.push_back(o[i].fast);
+        sa.push_back(a[i].sig_fast);
+        so.push_back(o[i].sig_fast);
         fast_diff.push_back(a[i].fast - o[i].fast);
         if (a[i].speedup > 0 && o[i].speedup > 0) log_ratio.push_back(std::log(a[i].speedup / o[i].speedup));
       }
-      const double p1 = mean(fa), p2 = mean(fo);
+      const double p1 = mean(fa), p2 = mean(fo), sig_p1 = mean(sa), sig_p2 = mean(so);
       std::string w = "nan", wp = "nan", method = "none";
       bool any_nonzero = false;
       for (double x : log_ratio) any_nonzero |= x != 0;
@@ -167,8 +187,8 @@ void selection(ExperimentContext& ctx) {
       for (double d : fast_diff) (d > 0 ? positives : negatives) += d != 0 ? 1 : 0;
       const std::string sign_p = positives + negatives > 0 ? cell(stats::sign_test(positives, negatives).p_value) : "nan";
       tests.row({subset, fmt::format("surprisal_guided_vs_{}", to_string(other)), cell(p1), cell(p2),
-                 cell(stats::cohens_h(p1, p2)), w, wp, method, cell(positives), cell(negatives), sign_p,
-                 cell(static_cast<int64_t>(a.size()))});
+                 cell(stats::cohens_h(p1, p2)), cell(sig_p1), cell(sig_p2), cell(stats::cohens_h(sig_p1, sig_p2)), w,
+                 wp, method, cell(positives), cell(negatives), sign_p, cell(static_cast<int64_t>(a.size()))});
     }
     // The deployable variant: evaluate only the m highest-surprisal samples of each task.
     int max_k = 0;
@@ -178,14 +198,15 @@ void selection(ExperimentContext& ctx) {
     for (int m = 1; m < max_k; m = m < 4 ? m + 1 : m * 2) ms.push_back(m);
     ms.push_back(max_k);
     for (int m : ms) {
-      std::vector<double> f, s;
+      std::vector<double> f, sf, s;
       for (const auto& [run, tasks] : runs)
         for (const auto& [task, samples] : tasks) {
           const Selection sel = select_top_surprisal_evaluated(samples, m);
           f.push_back(sel.fast);
+          sf.push_back(sel.sig_fast);
           s.push_back(sel.speedup);
         }
-      topm.row({subset, cell(m), cell(m), cell(mean(f)), cell(mean(s))});
+      topm.row({subset, cell(m), cell(m), cell(mean(f)), cell(mean(sf)), cell(mean(s))});
     }
   }
 }
@@ -223,10 +244,11 @@ void length_control(ExperimentContext& ctx) {
   CsvTable quart(ctx.dir / "surprisal_quartiles.csv", schemas::surprisal_quartiles());
   for (int q = 0; q < 4; ++q) {
     const size_t lo = all.size() * static_cast<size_t>(q) / 4, hi = all.size() * static_cast<size_t>(q + 1) / 4;
-    double fast = 0, speed = 0, tokens = 0, surprisal = 0;
+    double fast = 0, sig_fast = 0, speed = 0, tokens = 0, surprisal = 0;
     int correct = 0;
     for (size_t i = lo; i < hi; ++i) {
       fast += all[i]->correct && all[i]->speedup > 1.0;
+      sig_fast += all[i]->significantly_fast();
       if (all[i]->correct) {
         speed += all[i]->speedup;
         ++correct;
@@ -236,8 +258,8 @@ void length_control(ExperimentContext& ctx) {
     }
     const double count = static_cast<double>(hi - lo);
     quart.row({fmt::format("Q{}", q + 1), cell(static_cast<int64_t>(hi - lo)), cell(count ? fast / count : 0.0),
-               cell(correct ? speed / correct : 0.0), cell(count ? tokens / count : 0.0),
-               cell(count ? surprisal / count : 0.0)});
+               cell(count ? sig_fast / count : 0.0), cell(correct ? speed / correct : 0.0),
+               cell(count ? tokens / count : 0.0), cell(count ? surprisal / count : 0.0)});
   }
 }
 

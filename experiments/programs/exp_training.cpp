@@ -64,8 +64,10 @@ void base_policy(ExperimentContext& ctx) {
     m.tasks = static_cast<int>(tasks.size());
     eval.row(training_step_row(stage == 0 ? "before_rlvr" : "after_rlvr", m));
     if (ctx.progress)
-      ctx.progress(fmt::format("{} RLVR: correct {:.3f} fast_1 {:.3f} mean reward {:.3f} over {} rollouts",
-                               stage == 0 ? "before" : "after", m.correct_rate, m.fast_1, m.mean_reward, m.rollouts));
+      ctx.progress(fmt::format("{} RLVR: correct {:.3f} fast_1 {:.3f} sig_fast_1 {:.3f} mean reward {:.3f} over {} "
+                               "rollouts",
+                               stage == 0 ? "before" : "after", m.correct_rate, m.fast_1, m.sig_fast_1,
+                               m.mean_reward, m.rollouts));
   };
   evaluate_all_tasks(0);
   CsvTable steps(ctx.dir / "rlvr_steps.csv", schemas::training_steps());
@@ -154,7 +156,7 @@ void policy_sweep(ExperimentContext& ctx) {
         ++correct;
       }
     table.row({p.label, cell(static_cast<int>(tasks.size())), cell(m.rollouts), cell(m.compiled_rate),
-               cell(m.correct_rate), cell(m.fast_1), cell(m.mean_speedup_correct),
+               cell(m.correct_rate), cell(m.fast_1), cell(m.sig_fast_1), cell(m.mean_speedup_correct),
                cell(correct ? std::exp(log_sum / correct) : 0.0)});
   }
 }

@@ -187,19 +187,20 @@ std::vector<std::vector<Rollout>> sample_and_evaluate(ExperimentContext& ctx, Po
     const TaskSpec task = task_spec(id, ctx.scale);
     const std::vector<Sample> samples = policy.sample(task, k, temperature, seed ^ static_cast<uint64_t>(id));
     std::vector<Rollout> rollouts = ctx.env->evaluate(task, samples, policy_label);
-    int fast = 0, correct = 0;
+    int fast = 0, sig_fast = 0, correct = 0;
     double best = 0;
     for (size_t i = 0; i < rollouts.size(); ++i) {
       correct += rollouts[i].correct;
       fast += rollouts[i].fast();
+      sig_fast += rollouts[i].significantly_fast();
       best = std::max(best, rollouts[i].speedup);
       if (samples_csv) {
         samples_csv->row(schemas::samples_row(run, policy_label, static_cast<int>(i), rollouts[i]));
       }
     }
     if (ctx.progress)
-      ctx.progress(fmt::format("{} {} task {}: {} samples, {} correct, {} fast, best {:.3f}x", run,
-                               policy_label, id, k, correct, fast, best));
+      ctx.progress(fmt::format("{} {} task {}: {} samples, {} correct, {} fast ({} significantly), best {:.3f}x",
+                               run, policy_label, id, k, correct, fast, sig_fast, best));
     out.push_back(std::move(rollouts));
   }
   return out;
