@@ -1,5 +1,6 @@
 // `kbrl eval` (one candidate file, with a human summary), `kbrl replay` (re-evaluate a rollout log
 // and report agreement) and `kbrl worker` (the GPU worker process the evaluator starts).
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -48,21 +49,26 @@ void print_summary(const EvalRecord& r) {
                            r.outcome_detail.empty() ? "" : ": " + r.outcome_detail);
   std::cout << fmt::format("  speedup   {:.3f}x   reward {:.4f}{}\n", r.speedup, r.reward,
                            r.flags.empty() ? "" : fmt::format("   flags {}", fmt::join(r.flags, ",")));
+  if (r.speedup_ci)
+    std::cout << fmt::format("  95% CI    [{:.3f}, {:.3f}]x   fast_1 {}   sig_fast_1 {}\n", r.speedup_ci->low,
+                             r.speedup_ci->high, is_fast(r) ? "yes" : "no", is_significantly_fast(r) ? "yes" : "no");
   if (!r.device.empty()) std::cout << "  device    " << r.device << "\n";
   if (!r.compile.ok && !r.compile.log.empty()) std::cout << "--- compile log ---\n" << r.compile.log << "\n";
 }
 
 void run_eval(const EvalOptions& o) {
   const TaskSpec spec = task_spec(o.task, parse_scale(o.flags.scale));
-  const Candidate candidate = load_candidate_file(o.kernel, spec);
+  // Read once (a regular file of at most 16 MiB, else InputError): the record's raw action is the
+  // text the candidate was parsed from.
+  const std::string raw = read_candidate_file(o.kernel);
+  const Candidate candidate =
+      parse_candidate_file(raw, spec, std::filesystem::path(o.kernel).filename().string());
   Evaluator evaluator(settings_from(o));
   std::unique_ptr<RolloutLog> log;
   if (!o.log_path.empty()) {
     log = std::make_unique<RolloutLog>(o.log_path);
     evaluator.attach_log(log.get());
   }
-  std::ifstream in(o.kernel);
-  const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const EvalRecord record = evaluator.evaluate(candidate, raw);
   print_summary(record);
   if (!o.json_path.empty()) {

@@ -11,6 +11,7 @@
 #include "harness/compile_cache.h"
 #include "harness/compile_pool.h"
 #include "harness/gpu_protocol.h"
+#include "harness/kernel_params.h"
 #include "harness/rollout_log.h"
 #include "harness/worker.h"
 #include "kernels/candidate_json.h"
@@ -253,6 +254,16 @@ EvalRecord Evaluator::finish(const Candidate& candidate, const CompileResult& co
   }
   const PrecisionAudit& audit = compiled.module.audit;
   record.compile.precision_findings = findings_text(audit);
+  // The plan against the plan limits and the compiled kernels' parameters, before any launch: an
+  // args= list that does not match would be undefined behaviour on the GPU.
+  std::optional<std::string> unlaunchable = plan_limit_violation(candidate);
+  if (!unlaunchable) unlaunchable = launch_argument_mismatch(candidate, compiled.module.cubin);
+  if (unlaunchable) {
+    record.outcome = Outcome::launch_error;
+    record.outcome_detail = *unlaunchable + " (refused before any launch)";
+    record.reward = compute_reward({.task_id = spec.id, .compiled = true}, settings_.reward).reward;
+    return done(record);
+  }
   if (settings_.compile_only) {
     record.outcome = Outcome::not_run;
     record.outcome_detail = fmt::format("compiled for {}; no GPU to run it", settings_.arch);

@@ -26,7 +26,6 @@ namespace {
 
 constexpr int64_t kGuardBytes = 1 << 20;  // poisoned bytes on each side of every output
 constexpr uint8_t kPoison = 0xFF;         // NaN for float32, -1 for int64
-constexpr int64_t kMaxScratchBytes = int64_t{8} << 30;
 constexpr double kRelL2Factor = 10.0;  // ||out - ref|| / ||ref|| must stay under 10 x rtol
 
 struct RaiiEvent {
@@ -483,10 +482,10 @@ GpuJobResult GpuSession::run_checked(const GpuJob& job) {
   int64_t scratch_total = 0;
   for (const auto& sb : job.candidate.scratch) {
     scratch_total += std::max<int64_t>(sb.bytes, 0);
-    if (sb.bytes <= 0 || scratch_total > kMaxScratchBytes)
+    if (sb.bytes <= 0 || scratch_total > plan_limits::kMaxScratchBytes)
       return fail({Outcome::launch_error,
                    fmt::format("scratch '{}' of {} bytes: each must be positive and all together at most {} bytes",
-                               sb.name, sb.bytes, kMaxScratchBytes)});
+                               sb.name, sb.bytes, plan_limits::kMaxScratchBytes)});
     bindings.scratch.push_back(torch::empty({sb.bytes}, torch::TensorOptions().dtype(torch::kUInt8).device(s.device)));
   }
   std::vector<GuardedOutput> outputs;

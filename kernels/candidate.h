@@ -2,7 +2,9 @@
 // The candidate contract (DESIGN.md): device code only, plus a launch plan over a fixed vocabulary
 // of arguments. The harness owns buffers, the stream, launches and timing; a candidate cannot run
 // host code. Every action (a generator's knobs, an LLM's text) ends as one of these.
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,11 @@ enum class ArgKind {
   i32,          // an int constant
   i64,          // a long long constant
 };
+
+/// The bytes the harness passes for an argument of this kind: 8 for a tensor or scratch pointer and
+/// for i64, 4 for f32, i32 and a task scalar (passed as float). A kernel parameter of another size
+/// cannot take it (harness/kernel_params.h checks plans against the compiled kernels).
+int arg_bytes(ArgKind kind);
 
 struct KernelArg {
   ArgKind kind = ArgKind::input;
@@ -58,5 +65,26 @@ struct Candidate {
   std::vector<std::string> options;  // from the allowed list only (see harness/compile.h)
   bool operator==(const Candidate&) const = default;
 };
+
+/// The limits of a launch plan. parse_candidate_file refuses a file past any of them (naming the
+/// limit and the line); plan_limit_violation checks a Candidate made any other way.
+namespace plan_limits {
+inline constexpr size_t kMaxLaunches = 64;
+inline constexpr size_t kMaxArgsPerLaunch = 256;
+inline constexpr size_t kMaxScratchBuffers = 16;
+/// All scratch buffers together (the GPU session enforces the same bound).
+inline constexpr int64_t kMaxScratchBytes = int64_t{8} << 30;
+/// Dynamic shared memory per launch: 227 KiB, the most a block can have on any GPU so far
+/// (sm_90, sm_100); a GPU with less (sm_86: 99 KiB) refuses more at launch (launch_error).
+inline constexpr uint32_t kMaxSharedBytes = 227 * 1024;
+inline constexpr int64_t kMaxBlockThreads = 1024;
+/// CUDA's limits per axis (x, y, z).
+inline constexpr int64_t kMaxGrid[3] = {2147483647, 65535, 65535};
+inline constexpr int64_t kMaxBlock[3] = {1024, 1024, 64};
+}  // namespace plan_limits
+
+/// Which of plan_limits the candidate breaks (the first found, naming the launch or scratch buffer
+/// and the limit), or nullopt. Also a zero grid or block dimension and a scratch buffer of no bytes.
+std::optional<std::string> plan_limit_violation(const Candidate& candidate);
 
 }  // namespace kbrl

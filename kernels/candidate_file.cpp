@@ -1,13 +1,17 @@
 #include "candidate_file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <climits>
-#include <fstream>
+#include <cstring>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -79,7 +83,7 @@ Fields parse_fields(std::string_view rest, std::initializer_list<std::string_vie
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
       std::string legal;
       for (auto k : keys) legal += (legal.empty() ? "" : ", ") + std::string(k);
-      fail(fmt::format("unknown key '{}' (expected {})", key, legal));
+      fail(fmt::format("unknown key '{}' (expected {})", quote_input(key, 40), legal));
     }
     auto [it, inserted] = fields.values.emplace(key, token.substr(eq + 1));
     if (!inserted) fail(fmt::format("'{}' given twice", key));
@@ -101,17 +105,17 @@ Dim3 parse_dim3(const std::string& key, const std::string& text, const TaskSpec&
                 const int64_t (&limits)[3]) {
   const auto parts = split_top_level(text, ',');
   if (text.empty() || parts.size() > 3)
-    fail(fmt::format("{}= takes 1 to 3 comma-separated expressions, got '{}'", key, text));
+    fail(fmt::format("{}= takes 1 to 3 comma-separated expressions, got '{}'", key, quote_input(text)));
   uint32_t v[3] = {1, 1, 1};
   const char* axis = "xyz";
   for (size_t i = 0; i < parts.size(); ++i) {
     const int64_t value = eval(parts[i], task);
     if (value <= 0)
       fail(fmt::format("{}.{} is {} ('{}'): every {} dimension must be at least 1", key, axis[i],
-                       value, trim(parts[i]), key));
+                       value, quote_input(trim(parts[i])), key));
     if (value > limits[i])
       fail(fmt::format("{}.{} is {} ('{}'): CUDA allows at most {}", key, axis[i], value,
-                       trim(parts[i]), limits[i]));
+                       quote_input(trim(parts[i])), limits[i]));
     v[i] = static_cast<uint32_t>(value);
   }
   return {v[0], v[1], v[2]};
@@ -119,7 +123,9 @@ Dim3 parse_dim3(const std::string& key, const std::string& text, const TaskSpec&
 
 uint32_t parse_smem(const std::string& text, const TaskSpec& task) {
   const int64_t value = eval(text, task);
-  if (value < 0 || value > UINT32_MAX) fail(fmt::format("smem is {}: must be 0..{}", value, UINT32_MAX));
+  if (value < 0 || value > plan_limits::kMaxSharedBytes)
+    fail(fmt::format("smem is {}: dynamic shared memory must be 0 to {} bytes (227 KiB, the most a "
+                     "block can have on any GPU)", value, plan_limits::kMaxSharedBytes));
   return static_cast<uint32_t>(value);
 }
 
@@ -145,14 +151,16 @@ KernelArg resolve_arg(std::string_view arg, const TaskSpec& task, const Candidat
   const auto colon = arg.find(':');
   if (colon == std::string_view::npos)
     fail(fmt::format("argument '{}' has no kind (in:, param:, out:, scratch:, scalar:, f32:, "
-                     "i32:, i64:)", arg));
+                     "i32:, i64:)", quote_input(arg)));
   const std::string_view kind = arg.substr(0, colon);
   const std::string_view value = trim(arg.substr(colon + 1));
+  const std::string quoted_arg = quote_input(arg);
+  const std::string quoted_value = quote_input(value, 40);
   auto tensor_arg = [&](ArgKind k, const std::vector<TensorSpec>& group, const char* what) {
     const int index = find_index(group, value);
     if (index < 0)
-      fail(fmt::format("unknown {} '{}' in '{}' (task {} {}s: {})", what, value, arg, task.id, what,
-                       names_of(group)));
+      fail(fmt::format("unknown {} '{}' in '{}' (task {} {}s: {})", what, quoted_value, quoted_arg,
+                       task.id, what, names_of(group)));
     return KernelArg{k, index};
   };
   if (kind == "in") return tensor_arg(ArgKind::input, task.inputs, "input");
@@ -165,25 +173,25 @@ KernelArg resolve_arg(std::string_view arg, const TaskSpec& task, const Candidat
       const std::string& name = scratch ? candidate.scratch[i].name : task.scalars[i].name;
       if (name == value) return {scratch ? ArgKind::scratch : ArgKind::task_scalar, static_cast<int>(i)};
     }
-    fail(fmt::format("unknown {} '{}' in '{}' (declared: {})", kind, value, arg,
+    fail(fmt::format("unknown {} '{}' in '{}' (declared: {})", kind, quoted_value, quoted_arg,
                      scratch ? names_of(candidate.scratch) : names_of(task.scalars)));
   }
   if (kind == "f32") {
     KernelArg out{ArgKind::f32};
     const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out.value);
     if (value.empty() || ec != std::errc() || end != value.data() + value.size())
-      fail(fmt::format("bad number '{}' in '{}'", value, arg));
+      fail(fmt::format("bad number '{}' in '{}'", quoted_value, quoted_arg));
     return out;
   }
   if (kind == "i32" || kind == "i64") {
     KernelArg out{kind == "i32" ? ArgKind::i32 : ArgKind::i64};
     out.ivalue = eval(value, task);
     if (kind == "i32" && (out.ivalue < INT32_MIN || out.ivalue > INT32_MAX))
-      fail(fmt::format("'{}' is {}, outside the int32 range", arg, out.ivalue));
+      fail(fmt::format("'{}' is {}, outside the int32 range", quoted_arg, out.ivalue));
     return out;
   }
   fail(fmt::format("unknown argument kind '{}' in '{}' (in, param, out, scratch, scalar, f32, i32, "
-                   "i64)", kind, arg));
+                   "i64)", quote_input(kind, 40), quoted_arg));
 }
 
 bool is_identifier(std::string_view s) {
@@ -213,8 +221,6 @@ std::optional<std::string_view> directive(std::string_view line) {
   return trim(line.substr(5));
 }
 
-constexpr int64_t kGridLimits[3] = {2147483647, 65535, 65535};
-constexpr int64_t kBlockLimits[3] = {1024, 1024, 64};
 
 class FileParser {
  public:
@@ -282,7 +288,7 @@ class FileParser {
       scaffold_rest(args, file_name);
     } else {
       fail(fmt::format("unknown kbrl directive '{}' (expected launch, scratch, option or scaffold)",
-                       kind));
+                       quote_input(kind, 40)));
     }
   }
 
@@ -291,22 +297,29 @@ class FileParser {
     if (f.heads.size() != 1)
       fail("'launch' takes one kernel name: `// kbrl: launch <kernel> grid=... block=... args=...`");
     const std::string& kernel = f.heads.front();
-    if (!is_identifier(kernel)) fail(fmt::format("bad kernel name '{}'", kernel));
+    if (!is_identifier(kernel)) fail(fmt::format("bad kernel name '{}'", quote_input(kernel, 40)));
     if (kernel.rfind("_Z", 0) != 0 && !mentions(without_directives(), kernel))
-      fail(fmt::format("kernel '{}' does not appear in the source", kernel));
+      fail(fmt::format("kernel '{}' does not appear in the source", quote_input(kernel, 40)));
     for (const char* key : {"grid", "block", "args"})
       if (!f.values.count(key)) fail(fmt::format("'launch' needs {}=", key));
+    if (pending_.size() >= plan_limits::kMaxLaunches)
+      fail(fmt::format("more than {} launches: a plan may have at most {}", plan_limits::kMaxLaunches,
+                       plan_limits::kMaxLaunches));
     PendingLaunch pending{line_, {}, {}};
     pending.launch.kernel = kernel;
-    pending.launch.grid = parse_dim3("grid", f.values["grid"], task_, kGridLimits);
-    pending.launch.block = parse_dim3("block", f.values["block"], task_, kBlockLimits);
+    pending.launch.grid = parse_dim3("grid", f.values["grid"], task_, plan_limits::kMaxGrid);
+    pending.launch.block = parse_dim3("block", f.values["block"], task_, plan_limits::kMaxBlock);
     const Dim3& b = pending.launch.block;
-    if (int64_t{b.x} * b.y * b.z > 1024)
-      fail(fmt::format("block has {} threads: CUDA allows at most 1024", int64_t{b.x} * b.y * b.z));
+    if (int64_t{b.x} * b.y * b.z > plan_limits::kMaxBlockThreads)
+      fail(fmt::format("block has {} threads: CUDA allows at most {}", int64_t{b.x} * b.y * b.z,
+                       plan_limits::kMaxBlockThreads));
     if (f.values.count("smem")) pending.launch.shared_bytes = parse_smem(f.values["smem"], task_);
     pending.args = split_top_level(f.values["args"], ',');
+    if (pending.args.size() > plan_limits::kMaxArgsPerLaunch)
+      fail(fmt::format("{} arguments: a launch may have at most {}", pending.args.size(),
+                       plan_limits::kMaxArgsPerLaunch));
     for (const auto& a : pending.args)
-      if (trim(a).empty()) fail(fmt::format("empty argument in 'args={}'", f.values["args"]));
+      if (trim(a).empty()) fail(fmt::format("empty argument in 'args={}'", quote_input(f.values["args"])));
     pending_.push_back(std::move(pending));
   }
 
@@ -315,10 +328,18 @@ class FileParser {
     if (f.heads.size() != 1 || !is_identifier(f.heads.front()))
       fail("'scratch' takes one name: `// kbrl: scratch <name> bytes=<e>`");
     if (!f.values.count("bytes")) fail("'scratch' needs bytes=");
+    const std::string name = quote_input(f.heads.front(), 40);
     for (const auto& s : candidate_.scratch)
-      if (s.name == f.heads.front()) fail(fmt::format("scratch '{}' declared twice", s.name));
+      if (s.name == f.heads.front()) fail(fmt::format("scratch '{}' declared twice", name));
+    if (candidate_.scratch.size() >= plan_limits::kMaxScratchBuffers)
+      fail(fmt::format("more than {} scratch buffers: a plan may have at most {}",
+                       plan_limits::kMaxScratchBuffers, plan_limits::kMaxScratchBuffers));
     const int64_t bytes = eval(f.values["bytes"], task_);
-    if (bytes <= 0) fail(fmt::format("scratch '{}' has {} bytes: must be at least 1", f.heads.front(), bytes));
+    if (bytes <= 0) fail(fmt::format("scratch '{}' has {} bytes: must be at least 1", name, bytes));
+    if (bytes > plan_limits::kMaxScratchBytes - scratch_bytes_)
+      fail(fmt::format("scratch '{}' of {} bytes brings the plan's scratch to more than {} bytes "
+                       "(8 GiB), the most a plan may have", name, bytes, plan_limits::kMaxScratchBytes));
+    scratch_bytes_ += bytes;
     candidate_.scratch.push_back({f.heads.front(), bytes});
   }
 
@@ -326,10 +347,12 @@ class FileParser {
     if (!pending_.empty()) fail("'scaffold' cannot be combined with 'launch'");
     if (!candidate_.scratch.empty()) fail("'scaffold' cannot be combined with 'scratch'");
     Fields f = parse_fields(args, {"block", "grid", "smem"});
-    if (!f.heads.empty()) fail(fmt::format("unexpected '{}' after 'scaffold'", f.heads.front()));
+    if (!f.heads.empty())
+      fail(fmt::format("unexpected '{}' after 'scaffold'", quote_input(f.heads.front(), 40)));
     ScaffoldOptions options;
     const int64_t max_grid[3] = {kScaffoldMaxGrid, 1, 1};
-    if (f.values.count("block")) options.block = parse_dim3("block", f.values["block"], task_, {1024, 1, 1}).x;
+    const int64_t max_block[3] = {plan_limits::kMaxBlockThreads, 1, 1};
+    if (f.values.count("block")) options.block = parse_dim3("block", f.values["block"], task_, max_block).x;
     if (f.values.count("grid")) options.grid = parse_dim3("grid", f.values["grid"], task_, max_grid).x;
     if (f.values.count("smem")) options.shared_bytes = parse_smem(f.values["smem"], task_);
     options.options = candidate_.options;
@@ -364,6 +387,7 @@ class FileParser {
   Candidate candidate_;
   std::vector<PendingLaunch> pending_;
   std::string code_;
+  int64_t scratch_bytes_ = 0;  // all scratch buffers so far
   int line_ = 0;
   size_t line_begin_ = 0;  // the current line's first character
   size_t line_end_ = 0;    // its '\n' (or the end of the text)
@@ -377,13 +401,63 @@ Candidate parse_candidate_file(std::string_view text, const TaskSpec& task,
   return FileParser(text, task).parse(file_name);
 }
 
+std::string read_candidate_file(const std::filesystem::path& path) {
+  const std::string shown = quote_input(path.string());
+  // Checked before opening (opening a device may have effects of its own), opened without
+  // blocking (a FIFO would wait for a writer), and checked again on the descriptor, so what is
+  // checked is what is read.
+  struct stat st {};
+  auto check_kind_and_size = [&] {
+    if (!S_ISREG(st.st_mode)) {
+      const char* what = S_ISDIR(st.st_mode)    ? "a directory"
+                         : S_ISCHR(st.st_mode)  ? "a character device"
+                         : S_ISBLK(st.st_mode)  ? "a block device"
+                         : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                         : S_ISSOCK(st.st_mode) ? "a socket"
+                                                : "not a file";
+      throw InputError(fmt::format("candidate file '{}' is {}, not a regular file: give the path of "
+                                   "a .cu file", shown, what));
+    }
+    if (st.st_size > kMaxCandidateFileBytes)
+      throw InputError(fmt::format("candidate file '{}' has {} bytes: at most {} (16 MiB) are read",
+                                   shown, st.st_size, kMaxCandidateFileBytes));
+  };
+  KBRL_CHECK_INPUT(::stat(path.c_str(), &st) == 0, "cannot read candidate file '{}': {}", shown,
+                   std::strerror(errno));
+  check_kind_and_size();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  KBRL_CHECK_INPUT(fd >= 0, "cannot read candidate file '{}': {}", shown, std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  KBRL_CHECK_INPUT(::fstat(fd, &st) == 0, "cannot read candidate file '{}': {}", shown,
+                   std::strerror(errno));
+  check_kind_and_size();
+  auto grown_too_large = [&] {
+    return InputError(fmt::format("candidate file '{}' grew past {} bytes (16 MiB) while it was read",
+                                  shown, kMaxCandidateFileBytes));
+  };
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  size_t filled = 0;
+  for (;;) {
+    if (filled == text.size()) {
+      // The file may have grown since fstat: read on, up to one byte past the limit.
+      if (static_cast<int64_t>(text.size()) > kMaxCandidateFileBytes) throw grown_too_large();
+      text.resize(std::min<size_t>(text.size() + 65536, kMaxCandidateFileBytes + 1));
+    }
+    const ssize_t n = ::read(fd, text.data() + filled, text.size() - filled);
+    if (n < 0 && errno == EINTR) continue;
+    KBRL_CHECK_INPUT(n >= 0, "error reading candidate file '{}': {}", shown, std::strerror(errno));
+    if (n == 0) break;
+    filled += static_cast<size_t>(n);
+  }
+  text.resize(filled);
+  return text;
+}
+
 Candidate load_candidate_file(const std::filesystem::path& path, const TaskSpec& task) {
-  std::ifstream in(path, std::ios::binary);
-  KBRL_CHECK_INPUT(in.good(), "cannot read candidate file '{}'", path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  KBRL_CHECK_INPUT(!in.bad(), "error reading candidate file '{}'", path.string());
-  return parse_candidate_file(text.str(), task, path.filename().string());
+  return parse_candidate_file(read_candidate_file(path), task, path.filename().string());
 }
 
 }  // namespace kbrl

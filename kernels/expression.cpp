@@ -15,16 +15,48 @@ class Parser {
   Parser(std::string_view text, const TaskSpec& task) : text_(text), task_(task) {}
 
   int64_t parse() {
+    if (text_.size() > kMaxExpressionLength)
+      throw InputError(fmt::format("bad expression '{}': longer than {} characters (shorten it: "
+                                   "cdiv, min, max, numel and size help)",
+                                   quote_input(text_), kMaxExpressionLength));
     const int64_t value = expr();
     skip_space();
-    if (pos_ != text_.size()) fail(fmt::format("unexpected '{}'", text_.substr(pos_)));
+    if (pos_ != text_.size()) fail(fmt::format("unexpected '{}'", rest()));
     return value;
   }
 
  private:
+  /// Opens one level of nesting for the lifetime of the guard; too deep is an error.
+  class Nesting {
+   public:
+    explicit Nesting(Parser& p) : p_(p) {
+      if (++p_.depth_ > kMaxExpressionDepth)
+        p_.fail(fmt::format("expression nesting deeper than {} levels (each parenthesis, function "
+                            "call and unary minus opens one): simplify it",
+                            kMaxExpressionDepth));
+    }
+    ~Nesting() { --p_.depth_; }
+    Nesting(const Nesting&) = delete;
+    Nesting& operator=(const Nesting&) = delete;
+
+   private:
+    Parser& p_;
+  };
+
+  /// The error, quoting the text (a window around the error position when the text is long).
   [[noreturn]] void fail(const std::string& what) const {
-    throw InputError(fmt::format("bad expression '{}': {}", text_, what));
+    if (text_.size() <= kMaxQuotedInput)
+      throw InputError(fmt::format("bad expression '{}': {}", text_, what));
+    const size_t at = std::min(pos_, text_.size());
+    const size_t start = at > kMaxQuotedInput * 2 / 3 ? at - kMaxQuotedInput * 2 / 3 : 0;
+    const size_t end = std::min(text_.size(), start + kMaxQuotedInput);
+    throw InputError(fmt::format("bad expression '{}{}{}' ({} characters, error at character {}): {}",
+                                 start > 0 ? "..." : "", text_.substr(start, end - start),
+                                 end < text_.size() ? "..." : "", text_.size(), at + 1, what));
   }
+
+  /// The unparsed rest of the text, as a message quotes it.
+  std::string rest() const { return quote_input(text_.substr(std::min(pos_, text_.size())), 40); }
 
   void skip_space() {
     while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
@@ -41,7 +73,7 @@ class Parser {
 
   void expect(char c) {
     if (!accept(c)) {
-      fail(pos_ < text_.size() ? fmt::format("expected '{}' at '{}'", c, text_.substr(pos_))
+      fail(pos_ < text_.size() ? fmt::format("expected '{}' at '{}'", c, rest())
                                : fmt::format("expected '{}' at the end", c));
     }
   }
@@ -94,6 +126,7 @@ class Parser {
   }
 
   int64_t unary() {
+    const Nesting level(*this);
     if (accept('-')) {
       const int64_t value = unary();
       if (value == INT64_MIN) fail("integer overflow");
@@ -111,7 +144,7 @@ class Parser {
     }
     if (pos_ < text_.size() && (std::isalpha(static_cast<unsigned char>(text_[pos_])) ||
                                 text_[pos_] == '_' || text_[pos_] == '.'))
-      fail(fmt::format("bad integer literal at '{}'", text_.substr(pos_)));
+      fail(fmt::format("bad integer literal at '{}'", rest()));
     return value;
   }
 
@@ -119,8 +152,11 @@ class Parser {
     const std::string_view name = identifier();
     if (name.empty()) fail("expected a tensor name");
     const TensorSpec* tensor = find_tensor(task_, name);
-    if (!tensor) fail(fmt::format("unknown tensor '{}' (task {} has {})", name, task_.id,
-                                  tensor_names()));
+    if (!tensor) {
+      pos_ -= name.size();  // the error is at the name's start
+      fail(fmt::format("unknown tensor '{}' (task {} has {})", quote_input(name, 40), task_.id,
+                       tensor_names()));
+    }
     return *tensor;
   }
 
@@ -176,16 +212,24 @@ class Parser {
     const std::string_view name = identifier();
     if (name == "numel" || name == "size" || name == "cdiv" || name == "min" || name == "max")
       return call(name);
-    if (name.empty()) fail(fmt::format("unexpected '{}'", text_.substr(pos_)));
-    fail(fmt::format("unknown name '{}' (functions: cdiv, min, max, numel, size)", name));
+    if (name.empty()) fail(fmt::format("unexpected '{}'", rest()));
+    pos_ -= name.size();  // the error is at the name's start
+    fail(fmt::format("unknown name '{}' (functions: cdiv, min, max, numel, size)",
+                     quote_input(name, 40)));
   }
 
   std::string_view text_;
   const TaskSpec& task_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace
+
+std::string quote_input(std::string_view text, size_t max_chars) {
+  if (text.size() <= max_chars) return std::string(text);
+  return fmt::format("{}... ({} characters)", text.substr(0, max_chars), text.size());
+}
 
 bool tensor_name_matches(std::string_view spec_name, std::string_view name) {
   if (spec_name.size() != name.size()) return false;

@@ -2,6 +2,9 @@
 // error and exit 2, a compile error is still reported, a runnable candidate says "no GPU". The gpu
 // cases (KbrlCliGpu) run only where there is a GPU.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -37,6 +40,78 @@ TEST(CliEval, BadInputFailsClearly) {
   r = run_cli("eval --task 19 --kernel " + bad);
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find(":1:"), std::string::npos) << r.output;
+}
+
+/// run_cli under `timeout 60` and, with `limits`, shell limits (e.g. "ulimit -d 8388608"): a
+/// regression that hangs or reads without end fails the test instead of the machine.
+CliResult run_cli_bounded(const std::string& args, const std::string& limits = "") {
+  CliResult result;
+  const std::string command = (limits.empty() ? "" : limits + "; ") + "exec timeout 60 " +
+                              std::string(KBRL_CLI) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return result;
+  char buffer[4096];
+  size_t n = 0;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
+  const int raw = pclose(pipe);
+  result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return result;
+}
+
+// --kernel takes a regular file of at most 16 MiB: /dev/zero used to be read without end and a
+// FIFO to block; both are now input errors (exit 2, `kbrl: error: ...`).
+TEST(CliEval, KernelMustBeARegularFileOfBoundedSize) {
+  const auto dir = std::filesystem::temp_directory_path() / ("kbrl-cli-kernel-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto fifo = dir / "fifo.cu";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto r = run_cli_bounded("eval --task 19 --arch sm_90a --kernel " + fifo.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("kbrl: error: candidate file '" + fifo.string() +
+                          "' is a FIFO (named pipe), not a regular file"),
+            std::string::npos) << r.output;
+  r = run_cli_bounded("eval --task 19 --arch sm_90a --kernel /dev/zero", "ulimit -d 8388608");
+  EXPECT_EQ(r.status, 2) << r.output.substr(0, 2000);
+  EXPECT_NE(r.output.find("'/dev/zero' is a character device, not a regular file"), std::string::npos)
+      << r.output.substr(0, 2000);
+  const auto big = dir / "big.cu";
+  std::ofstream(big) << "// kbrl: launch k grid=1 block=32 args=in:x\n";
+  std::filesystem::resize_file(big, (16u << 20) + 1);  // sparse
+  r = run_cli_bounded("eval --task 19 --arch sm_90a --kernel " + big.string());
+  EXPECT_EQ(r.status, 2) << r.output.substr(0, 2000);
+  EXPECT_NE(r.output.find("has 16777217 bytes: at most 16777216 (16 MiB) are read"), std::string::npos)
+      << r.output.substr(0, 2000);
+  std::filesystem::remove_all(dir);
+}
+
+// A plan expression 30,000 parentheses deep crashed `kbrl eval` (segmentation fault, no message);
+// a long one with a bad token at its end echoed all of it.
+TEST(CliEval, DeepOrLongPlanExpressionsAreShortErrors) {
+  const std::string source = "extern \"C\" __global__ void k(const float* x, float* y) {}\n";
+  const std::string deep = temp("kbrl-cli-deep-plan.cu");
+  std::ofstream(deep) << "// kbrl: launch k grid=" << std::string(30000, '(') << "1" << std::string(30000, ')')
+                      << " block=32 args=in:x,out:y\n" << source;
+  auto r = run_cli_bounded("eval --task 19 --arch sm_90a --kernel " + deep);
+  EXPECT_EQ(r.status, 2) << r.output.substr(0, 2000);
+  EXPECT_NE(r.output.find("kbrl: error: kbrl-cli-deep-plan.cu:1: bad expression"), std::string::npos)
+      << r.output.substr(0, 2000);
+  EXPECT_NE(r.output.find("longer than 4096 characters"), std::string::npos) << r.output.substr(0, 2000);
+  EXPECT_LT(r.output.size(), 1000u);
+  const std::string nested = temp("kbrl-cli-nested-plan.cu");
+  std::ofstream(nested) << "// kbrl: launch k grid=" << std::string(65, '-') << "1 block=32 args=in:x,out:y\n"
+                        << source;
+  r = run_cli_bounded("eval --task 19 --arch sm_90a --kernel " + nested);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("expression nesting deeper than 64"), std::string::npos) << r.output;
+  std::string sum = "1";
+  while (sum.size() < 4000) sum += "+1";
+  const std::string bad_end = temp("kbrl-cli-bad-end-plan.cu");
+  std::ofstream(bad_end) << "// kbrl: launch k grid=" << sum << "+q block=32 args=in:x,out:y\n" << source;
+  r = run_cli_bounded("eval --task 19 --arch sm_90a --kernel " + bad_end);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown name 'q'"), std::string::npos) << r.output;
+  EXPECT_LT(r.output.size(), 500u) << r.output;
 }
 
 TEST(CliEval, CompileErrorIsReportedAsAnOutcome) {

@@ -95,6 +95,25 @@ TEST(Evaluator, CompileOnlyRecordsNotRunWithoutStartingAWorker) {
   EXPECT_THROW(Evaluator{s}, InputError);  // compiling without a GPU needs --arch
 }
 
+TEST(Evaluator, PlansThatDoNotMatchTheCompiledKernelAreRefusedBeforeAnyLaunch) {
+  EvalSettings s = cpu_settings();
+  s.compile_only = true;
+  s.worker_program = "/nonexistent/kbrl";
+  Evaluator evaluator(s);
+  Candidate short_args = relu_candidate();
+  short_args.launches.at(0).args.pop_back();  // one argument fewer than the kernel's parameters
+  const EvalRecord r = evaluator.evaluate(short_args);
+  EXPECT_EQ(r.outcome, Outcome::launch_error);
+  EXPECT_TRUE(r.compile.ok);
+  EXPECT_NE(r.outcome_detail.find("refused before any launch"), std::string::npos) << r.outcome_detail;
+  Candidate too_many = relu_candidate();
+  too_many.launches.resize(plan_limits::kMaxLaunches + 1, too_many.launches.at(0));
+  const EvalRecord limited = evaluator.evaluate(too_many);
+  EXPECT_EQ(limited.outcome, Outcome::launch_error);
+  EXPECT_NE(limited.outcome_detail.find("64"), std::string::npos) << limited.outcome_detail;
+  EXPECT_EQ(evaluator.worker_starts(), 0);
+}
+
 TEST(Evaluator, FormatErrorRecordsAreKeyedByTheTextAndLogged) {
   Evaluator evaluator(cpu_settings());
   const auto path = std::filesystem::temp_directory_path() / "kbrl-test-evaluator-format.jsonl";
