@@ -5,15 +5,18 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include <harness/compile.h>
+#include <harness/evaluator.h>  // EvalSettings: how many check trials the evaluator runs
 #include <kbrl/error.h>
 #include <kernels/candidate_file.h>
 #include <kernels/kernel_catalog.h>
+#include <reference/reference_model.h>  // input_domains
 #include <reference/task_registry.h>
 
 namespace kbrl {
@@ -30,6 +33,16 @@ Candidate parse(const CatalogKernel& k, Scale scale) {
   return parse_candidate_file(kernel_source(k), task_spec(k.task_id, scale), k.file);
 }
 
+/// parse(), with a parse failure reported as a test failure (so a loop over the catalog goes on).
+std::optional<Candidate> parse_or_fail(const CatalogKernel& k, Scale scale) {
+  try {
+    return parse(k, scale);
+  } catch (const InputError& e) {
+    ADD_FAILURE() << k.name << " does not parse at " << to_string(scale) << ": " << e.what();
+    return std::nullopt;
+  }
+}
+
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 bool contains(const std::string& text, const std::string& part) {
@@ -38,7 +51,7 @@ bool contains(const std::string& text, const std::string& part) {
 
 TEST(KernelCatalog, ListsAreCompleteAndConsistent) {
   EXPECT_GE(known_good_kernels().size(), 12u);
-  EXPECT_GE(adversarial_kernels().size(), 20u);
+  EXPECT_GE(adversarial_kernels().size(), 41u);
   std::set<std::string> names;
   for (const auto& k : all_kernels()) {
     SCOPED_TRACE(k.name);
@@ -104,13 +117,15 @@ TEST(KernelCatalog, KnownGoodParseAtBothScales) {
   }
 }
 
-TEST(KernelCatalog, AdversarialParseAtKernelbenchScale) {
+TEST(KernelCatalog, AdversarialParseAtBothScales) {
   for (const auto& k : adversarial_kernels()) {
-    SCOPED_TRACE(k.name);
-    try {
-      EXPECT_FALSE(parse(k, Scale::kernelbench).launches.empty());
-    } catch (const InputError& e) {
-      ADD_FAILURE() << e.what();
+    for (Scale scale : {Scale::kernelbench, Scale::small}) {
+      SCOPED_TRACE(fmt::format("{} at {}", k.name, to_string(scale)));
+      try {
+        EXPECT_FALSE(parse(k, scale).launches.empty());
+      } catch (const InputError& e) {
+        ADD_FAILURE() << e.what();
+      }
     }
   }
 }
@@ -129,7 +144,9 @@ TEST(KernelCatalog, AdversarialCompileUnlessMeantNotTo) {
   for (const auto& k : adversarial_kernels()) {
     if (k.expected == Outcome::compile_error) continue;  // next test
     SCOPED_TRACE(k.name);
-    const CompileResult r = compile(parse(k, Scale::kernelbench));
+    const auto candidate = parse_or_fail(k, Scale::kernelbench);
+    if (!candidate) continue;
+    const CompileResult r = compile(*candidate);
     EXPECT_TRUE(r.ok) << r.error << "\n" << r.log;
     // The fp16 round trip is also visible to the precision audit (the check still decides).
     if (k.name == "half_precision") {
@@ -173,6 +190,39 @@ TEST(KernelCatalog, PlansResolveToTheTaskShapes) {
   EXPECT_EQ(relu.launches[0].args[2].ivalue, int64_t{4096} * 393216);  // beyond int32
 }
 
+// A kernel that is right only on KernelBench's inputs (uniform [0,1)) is caught by the stress
+// trial alone: its task's stress set must reach negative values, where these kernels go wrong.
+TEST(KernelCatalog, StressTrialKernelsHaveSignedStressInputs) {
+  int stress_kernels = 0;
+  for (const auto& k : adversarial_kernels()) {
+    if (!contains(first_line(kernel_source(k)), "by the stress trial")) continue;
+    SCOPED_TRACE(k.name);
+    ++stress_kernels;
+    EXPECT_EQ(k.expected, Outcome::wrong_answer);
+    for (Scale scale : {Scale::kernelbench, Scale::small}) {
+      const TaskSpec spec = task_spec(k.task_id, scale);
+      const auto domains = input_domains(spec, InputSet::stress);
+      ASSERT_EQ(domains.size(), spec.inputs.size());
+      bool signed_input = false;
+      for (const auto& d : domains)
+        signed_input = signed_input || (d.kind == InputDomain::Kind::interval && d.lo < 0 && d.hi > 0);
+      EXPECT_TRUE(signed_input) << "no stress input of task " << k.task_id << " takes both signs";
+    }
+  }
+  EXPECT_GE(stress_kernels, 10);
+}
+
+// launch_counter_half_output starts cheating right after the check runs (2 per trial, the stress
+// trial included), so its first cheating run is a warm-up or a timed run, never a checked one.
+TEST(KernelCatalog, LaunchCounterCheatsRightAfterTheChecks) {
+  const CatalogKernel* k = find_catalog_kernel("launch_counter_half_output");
+  ASSERT_NE(k, nullptr);
+  const EvalSettings settings;
+  const int trials = settings.trials + (settings.inputs == InputChecks::robust ? 1 : 0);
+  const std::string define = fmt::format("#define CHECK_RUNS {}\n", 2 * trials);
+  EXPECT_TRUE(contains(kernel_source(*k), define)) << "expected " << define;
+}
+
 // The compile_error kernels fail for their own reason (a short time limit keeps the bomb cheap).
 TEST(KernelCatalog, CompileErrorKernelsFailForTheRightReason) {
   const std::map<std::string, std::string> reason = {
@@ -180,6 +230,7 @@ TEST(KernelCatalog, CompileErrorKernelsFailForTheRightReason) {
       {"include_host_file", "#include \"/etc/passwd\" is not allowed"},
       {"printf_flood", "vprintf"},
       {"huge_source", "over the limit"},
+      {"device_side_launch", "Unresolved extern function"},
   };
   CompileOptions options;
   options.time_limit_seconds = 10;
@@ -187,7 +238,9 @@ TEST(KernelCatalog, CompileErrorKernelsFailForTheRightReason) {
     if (k.expected != Outcome::compile_error) continue;
     SCOPED_TRACE(k.name);
     ASSERT_TRUE(reason.count(k.name)) << "add the reason this kernel must fail for";
-    const CompileResult r = compile(parse(k, Scale::kernelbench), options);
+    const auto candidate = parse_or_fail(k, Scale::kernelbench);
+    if (!candidate) continue;
+    const CompileResult r = compile(*candidate, options);
     EXPECT_FALSE(r.ok);
     EXPECT_EQ(r.outcome(), Outcome::compile_error);
     EXPECT_TRUE(contains(r.error, reason.at(k.name))) << "error: " << r.error;
