@@ -46,25 +46,42 @@ kbrl_compare_f32(const float* __restrict__ out, const float* __restrict__ ref, l
   if (t < 6) partials[blockIdx.x * 6 + t] = s[t][0];
 }
 
-__device__ __forceinline__ unsigned long long kbrl_mix(unsigned long long z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+// lowbias32 (Wellons): a cheap 32-bit bijection with full avalanche.
+__device__ __forceinline__ unsigned int kbrl_mix32(unsigned int x) {
+  x ^= x >> 16;
+  x *= 0x7FEB352Du;
+  x ^= x >> 15;
+  x *= 0x846CA68Bu;
+  x ^= x >> 16;
+  return x;
+}
+
+// The term of word `w` at word index `i`: a keyed bijection of the word, different at every position.
+__device__ __forceinline__ unsigned long long kbrl_term(unsigned int w, unsigned long long i, unsigned int k0,
+                                                        unsigned int k1) {
+  const unsigned int position = (unsigned int)i * 0x9E3779B9u ^ (unsigned int)(i >> 32) * 0x85EBCA6Bu;
+  return kbrl_mix32(w ^ k0 ^ position) + (unsigned long long)kbrl_mix32(w ^ k1 ^ ~position) * 0x100000001ull;
 }
 
 extern "C" __global__ void __launch_bounds__(256)
 kbrl_fingerprint(const unsigned int* __restrict__ words, long long bytes, unsigned long long key,
                  unsigned long long* __restrict__ slot) {
-  const long long n = bytes / 4;
+  const unsigned int k0 = (unsigned int)key, k1 = (unsigned int)(key >> 32);
+  const long long quads = bytes / 16, n = bytes / 4;
   const long long stride = (long long)gridDim.x * blockDim.x;
+  const uint4* __restrict__ q = (const uint4*)words;  // harness buffers are 16-byte aligned
   unsigned long long h = 0;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-    h += kbrl_mix(key ^ ((unsigned long long)i * 0xD1B54A32D192ED03ull) ^ ((unsigned long long)words[i] << 11));
-  if (blockIdx.x == 0 && threadIdx.x == 0) {  // the last 1 to 3 bytes (bool tensors)
+  for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < quads; j += stride) {
+    const uint4 v = q[j];
+    const unsigned long long i = (unsigned long long)j * 4;
+    h += kbrl_term(v.x, i, k0, k1) + kbrl_term(v.y, i + 1, k0, k1) + kbrl_term(v.z, i + 2, k0, k1) +
+         kbrl_term(v.w, i + 3, k0, k1);
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {  // the last words and bytes (bool tensors)
+    for (long long i = quads * 4; i < n; ++i) h += kbrl_term(words[i], (unsigned long long)i, k0, k1);
     const unsigned char* tail = (const unsigned char*)(words + n);
     for (long long b = 0; b < bytes - n * 4; ++b)
-      h += kbrl_mix(~key ^ ((unsigned long long)b << 40) ^ tail[b]);
+      h += kbrl_term(tail[b] | 0x100u * (unsigned int)(b + 1), (unsigned long long)n, k0, k1);
   }
   for (int offset = 16; offset > 0; offset /= 2) h += __shfl_down_sync(0xffffffffu, h, offset);
   if ((threadIdx.x & 31) == 0) atomicAdd(slot, h);

@@ -38,7 +38,7 @@ class CompareKernel {
   void launch(CUdeviceptr out, CUdeviceptr ref, int64_t n, double atol, double rtol,
               CUdeviceptr partials, CUstream stream) const;
 
-  /// Enqueues the keyed fingerprint of `bytes` bytes at `data` (4-byte aligned), ADDED to the uint64
+  /// Enqueues the keyed fingerprint of `bytes` bytes at `data` (16-byte aligned), ADDED to the uint64
   /// at `slot` (zero it first).
   void fingerprint(CUdeviceptr data, int64_t bytes, uint64_t key, CUdeviceptr slot, CUstream stream) const;
 

@@ -58,7 +58,9 @@ double student_t_975(int64_t df) {
 }
 
 SpeedupInterval paired_speedup_interval(const std::vector<double>& reference_ms,
-                                        const std::vector<double>& candidate_ms) {
+                                        const std::vector<double>& candidate_ms, double resolution) {
+  KBRL_CHECK_INPUT(resolution >= 0 && std::isfinite(resolution), "the timing resolution must be >= 0, not {}",
+                   resolution);
   KBRL_CHECK_INPUT(reference_ms.size() == candidate_ms.size(),
                    "paired timing needs as many reference samples as candidate samples ({} and {})",
                    reference_ms.size(), candidate_ms.size());
@@ -74,7 +76,8 @@ SpeedupInterval paired_speedup_interval(const std::vector<double>& reference_ms,
   }
   const auto [mean, sd] = mean_and_std(log_ratio.begin(), log_ratio.end());
   const auto n = static_cast<int64_t>(log_ratio.size());
-  const double half = student_t_975(n - 1) * sd / std::sqrt(static_cast<double>(n));
+  const double half =
+      std::max(student_t_975(n - 1) * sd / std::sqrt(static_cast<double>(n)), std::log1p(resolution));
   return {std::exp(mean - half), std::exp(mean + half)};
 }
 

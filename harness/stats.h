@@ -43,14 +43,23 @@ struct SpeedupInterval {
   bool operator==(const SpeedupInterval&) const = default;
 };
 
+/// The smallest speed difference kbrl resolves: a speedup interval is never narrower than this on
+/// either side (x/1.01 to x*1.01). Measured on an H100 (results/h100-80gb-hbm3/noise.txt): the same
+/// candidates evaluated in two processes differ by 0.16% (sd of the log-speedup) although each
+/// process's paired interval can be as narrow as 0.2%, so intervals that narrow put candidates at
+/// 1.002x on either side of 1 from one process to the next; at 1% none of 128 samples changed class.
+inline constexpr double kSpeedupResolution = 0.01;
+
 /// The two-sided 95% confidence interval of the speedup from paired, interleaved samples: sample i
 /// of the reference and sample i of the candidate were taken back to back on the same inputs, so
 /// drift common to both (clocks, temperature, a neighbour on the GPU) cancels in their ratio. The
-/// interval is exp(m -+ t * s / sqrt(n)) for the mean m and standard deviation s of the n log-ratios
-/// log(reference_i / candidate_i), with t Student's 0.975 quantile at n - 1 degrees of freedom.
-/// Needs n >= 2 pairs of positive times; throws InputError otherwise or for unequal lengths.
+/// interval is exp(m -+ h) for the mean m and standard deviation s of the n log-ratios
+/// log(reference_i / candidate_i), with h = max(t * s / sqrt(n), log(1 + resolution)) and t Student's
+/// 0.975 quantile at n - 1 degrees of freedom. Needs n >= 2 pairs of positive times; throws
+/// InputError otherwise, for unequal lengths or a negative resolution.
 SpeedupInterval paired_speedup_interval(const std::vector<double>& reference_ms,
-                                        const std::vector<double>& candidate_ms);
+                                        const std::vector<double>& candidate_ms,
+                                        double resolution = kSpeedupResolution);
 
 /// Student's t distribution's 0.975 quantile at `df` >= 1 degrees of freedom (a table to 30, then a
 /// Cornish-Fisher expansion; 1.96 in the limit).

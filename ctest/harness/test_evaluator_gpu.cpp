@@ -76,7 +76,11 @@ TEST_F(EvaluatorGpu, KnownGoodKernelsPassAtKernelBenchScale) {
     const EvalRecord r = evaluator().evaluate(load(k), "", "known_good");
     print_row(k, r);
     EXPECT_EQ(r.outcome, Outcome::ok) << r.outcome_detail;
-    EXPECT_EQ(r.trials.size(), 5u);
+    ASSERT_EQ(r.trials.size(), 6u);  // the stress trial, then KernelBench's five
+    EXPECT_EQ(r.trials.front().seed_id, "stress-0");
+    EXPECT_EQ(r.inputs, "robust");
+    ASSERT_TRUE(r.speedup_ci.has_value());
+    EXPECT_LE(r.speedup_ci->low, r.speedup_ci->high);
     ASSERT_TRUE(r.runtime.has_value());
     ASSERT_TRUE(r.reference.has_value());
     EXPECT_GT(r.speedup, 0.0);

@@ -147,15 +147,25 @@ TEST(AdaptiveStop, RejectsBadSettingsAndSamples) {
   EXPECT_TRUE(stop.samples().empty());
 }
 
-TEST(PairedSpeedupInterval, IdenticalRatiosGiveAPointInterval) {
-  const auto ci = paired_speedup_interval({2.0, 4.0, 3.0}, {1.0, 2.0, 1.5});
+TEST(PairedSpeedupInterval, IdenticalRatiosGiveAPointIntervalWithoutAResolution) {
+  const auto ci = paired_speedup_interval({2.0, 4.0, 3.0}, {1.0, 2.0, 1.5}, 0.0);
   EXPECT_NEAR(ci.low, 2.0, 1e-12);
   EXPECT_NEAR(ci.high, 2.0, 1e-12);
 }
 
+TEST(PairedSpeedupInterval, NeverNarrowerThanTheResolution) {
+  const auto ci = paired_speedup_interval({2.0, 4.0, 3.0}, {1.0, 2.0, 1.5});
+  EXPECT_NEAR(ci.low, 2.0 / 1.01, 1e-12);
+  EXPECT_NEAR(ci.high, 2.0 * 1.01, 1e-12);
+  // A candidate 0.5% faster with very quiet samples is not significantly faster than the reference.
+  const auto parity = paired_speedup_interval({1.005, 1.005, 1.005, 1.005, 1.005}, {1.0, 1.0, 1.0, 1.0, 1.0});
+  EXPECT_LT(parity.low, 1.0);
+  EXPECT_THROW(paired_speedup_interval({1.0, 1.0}, {1.0, 1.0}, -0.1), InputError);
+}
+
 TEST(PairedSpeedupInterval, MatchesTheTIntervalOfTheLogRatios) {
   // log ratios: log(1.1), log(0.9), log(1.0), log(1.05), log(0.95)
-  const std::vector<double> ref{1.1, 0.9, 1.0, 1.05, 0.95}, cand(5, 1.0);
+  const std::vector<double> ref{1.1, 0.9, 1.0, 1.05, 0.95}, cand(5, 1.0);  // wider than 1%
   double m = 0, ss = 0;
   for (double r : ref) m += std::log(r) / 5;
   for (double r : ref) ss += (std::log(r) - m) * (std::log(r) - m);
@@ -170,7 +180,7 @@ TEST(PairedSpeedupInterval, MatchesTheTIntervalOfTheLogRatios) {
 TEST(PairedSpeedupInterval, CommonDriftCancels) {
   // Both sides slow down together by 50% half-way through: the ratio stays 2, so the interval is tight.
   const std::vector<double> ref{2.0, 2.0, 3.0, 3.0}, cand{1.0, 1.0, 1.5, 1.5};
-  const auto ci = paired_speedup_interval(ref, cand);
+  const auto ci = paired_speedup_interval(ref, cand, 0.0);
   EXPECT_NEAR(ci.low, 2.0, 1e-12);
   EXPECT_NEAR(ci.high, 2.0, 1e-12);
 }
