@@ -100,6 +100,19 @@ TEST(ExperimentPrograms, EveryExperimentWritesItsTablesOnTheSyntheticEnvironment
 // The smoke budget's RLVR must move the policy enough to change its rewards (four steps at a low
 // learning rate once left it within KL 0.003 of its start): on the synthetic table, the same samples
 // of every train task score higher after RLVR than before, and settings.json records the budget.
+TEST(ExperimentPrograms, BadEvaluatorSettingsAreRefusedEvenWithoutAnEvaluator) {
+  const fs::path results = fs::temp_directory_path() / ("kbrl-test-experiments-bad-" + std::to_string(::getpid()));
+  fs::remove_all(results);
+  const std::string base = std::string(KBRL_EXPERIMENT) + " base_policy --env synthetic --budget tiny --results " +
+                           results.string();
+  EXPECT_EQ(run(base + " --inputs uniform"), 2);
+  EXPECT_EQ(run(base + " --mode turbo"), 2);
+  EXPECT_EQ(run(base + " --tolerance loose"), 2);
+  EXPECT_FALSE(fs::exists(results / "tiny" / "base_policy" / "settings.json"));
+  EXPECT_EQ(run(base + " --inputs kernelbench"), 0);
+  fs::remove_all(results);
+}
+
 TEST(ExperimentPrograms, SmokeBudgetRlvrRaisesTheRewardOfTheSameSamples) {
   const fs::path results = fs::temp_directory_path() / ("kbrl-test-smoke-rlvr-" + std::to_string(::getpid()));
   fs::remove_all(results);

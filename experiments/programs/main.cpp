@@ -60,6 +60,11 @@ int run(const Options& o) {
   ctx.dir = ctx.results / experiment.name;
   KBRL_CHECK_INPUT(o.env == "evaluator" || o.env == "synthetic", "unknown --env '{}' (evaluator, synthetic)", o.env);
   const bool synthetic = o.env == "synthetic";
+  // The evaluator's settings are recorded in settings.json: refuse a bad value even where no
+  // evaluator runs (--env synthetic), so nothing records a setting that does not exist.
+  parse_timing_mode(o.mode);
+  parse_tolerance(o.tolerance);
+  parse_input_checks(o.inputs);
   ctx.policy_spec = o.policy;
   if (!o.samples.empty()) {
     KBRL_CHECK_INPUT(experiment.name == "selection" || experiment.name == "length_control",
