@@ -142,12 +142,20 @@ CompileResult compile(const Candidate& candidate, const CompileOptions& options,
   job.source = candidate.source;
   job.options = result.options;
   job.want_cubin = options.arch.rfind("sm_", 0) == 0;
-  NvrtcOutput out =
-      run_nvrtc_isolated(job, options.time_limit_seconds, options.memory_limit_bytes);
+  // A timeout is tried once more before it is the candidate's: the compile child is forked (not
+  // exec'd) from a parent whose other threads may hold a lock at that moment (NVRTC dlopens its
+  // builtins in the child), and such a child hangs through no fault of the candidate. Seen once on
+  // an H100 machine: an fp16 configuration that compiles in seconds "timed out" after 60 s in one of
+  // two identical runs. A compile that takes too long twice in a row is the candidate's.
+  NvrtcOutput out;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    out = run_nvrtc_isolated(job, options.time_limit_seconds, options.memory_limit_bytes);
+    if (out.status != NvrtcOutput::Status::timed_out) break;
+  }
   result.log = std::move(out.log);
   switch (out.status) {
     case NvrtcOutput::Status::timed_out:
-      result.error = fmt::format("compile timed out after {:g} s", options.time_limit_seconds);
+      result.error = fmt::format("compile timed out after {:g} s, twice", options.time_limit_seconds);
       return finish();
     case NvrtcOutput::Status::died:
       result.error = out.detail;

@@ -48,7 +48,8 @@ struct CompiledModule {
 struct CompileResult {
   bool ok = false;
   CompiledModule module;  // meaningful when ok
-  /// Why not ok, in one line: a rejected option, include or size; "compile timed out after 2 s";
+  /// Why not ok, in one line: a rejected option, include or size; "compile timed out after 2 s,
+  /// twice" (a timeout is retried once: see compile());
   /// "compiler exceeded its memory limit ..."; or the first error line of NVRTC's log.
   std::string error;
   std::string log;                   // NVRTC's log, kept on failure too
