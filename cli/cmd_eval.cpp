@@ -6,6 +6,7 @@
 #include <memory>
 
 #include <fmt/format.h>
+#include <kbrl/cli_main.h>
 #include <kbrl/error.h>
 
 #include "commands.h"
@@ -29,6 +30,9 @@ struct EvalOptions {
 };
 
 EvalSettings settings_from(const EvalOptions& o) { return eval_settings(o.flags); }
+
+/// The NVRTC target `kbrl eval` compiles for on a machine without a GPU when no --arch is given.
+constexpr const char* kDefaultCompileOnlyArch = "sm_90";
 
 void print_summary(const EvalRecord& r) {
   std::cout << fmt::format("task {} ({}), scale {}\n", r.task_id, r.task_name, to_string(r.scale));
@@ -63,7 +67,14 @@ void run_eval(const EvalOptions& o) {
   const std::string raw = read_candidate_file(o.kernel);
   const Candidate candidate =
       parse_candidate_file(raw, spec, std::filesystem::path(o.kernel).filename().string());
-  Evaluator evaluator(settings_from(o));
+  EvalSettings settings = settings_from(o);
+  if (std::string why; !gpu_available(&why)) {
+    // Without a GPU, still say whether the kernel compiles: for --arch, else for an H100.
+    settings.compile_only = true;
+    if (settings.arch.empty()) settings.arch = kDefaultCompileOnlyArch;
+    std::cerr << fmt::format("kbrl eval: no GPU ({}): compiling {} for {} only\n", why, o.kernel, settings.arch);
+  }
+  Evaluator evaluator(settings);
   std::unique_ptr<RolloutLog> log;
   if (!o.log_path.empty()) {
     log = std::make_unique<RolloutLog>(o.log_path);
@@ -75,7 +86,12 @@ void run_eval(const EvalOptions& o) {
     std::ofstream out(o.json_path);
     KBRL_CHECK_INPUT(out.good(), "cannot write {}", o.json_path);
     out << nlohmann::json(record).dump(2) << "\n";
+    out.close();
+    if (!out) throw Error(fmt::format("writing {} failed", o.json_path));
   }
+  // The candidate's verdict is the exit code: 0 correct (or, compiling only, compiled), 4 anything else.
+  if (record.outcome != Outcome::ok && record.outcome != Outcome::not_run)
+    command_exit_code() = kExitCandidateFailed;
 }
 
 /// A logged record evaluated again. A text action is realized again from its raw text (the one

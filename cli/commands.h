@@ -19,4 +19,11 @@ void add_sft_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
 void add_prompt_command(CLI::App& app);
 
+/// The exit code a command's callback chose (kbrl/cli_main.h's ExitCode; 0 unless set): `kbrl eval`
+/// sets kExitCandidateFailed when the candidate is not correct.
+inline int& command_exit_code() {
+  static int code = 0;
+  return code;
+}
+
 }  // namespace kbrl::cli

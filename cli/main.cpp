@@ -3,7 +3,10 @@
 #include <exception>
 
 #include <CLI/CLI.hpp>
+#include <kbrl/cli_main.h>
 #include <kbrl/error.h>
+
+#include "harness/eval_record.h"  // kbrl_version
 
 #include "commands.h"
 
@@ -24,19 +27,6 @@ int main(int argc, char** argv) {
   kbrl::cli::add_sft_command(app);
   kbrl::cli::add_sweep_command(app);
   kbrl::cli::add_prompt_command(app);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  } catch (const kbrl::InputError& e) {
-    std::fprintf(stderr, "kbrl: error: %s\n", e.what());
-    return 2;
-  } catch (const kbrl::Error& e) {
-    std::fprintf(stderr, "kbrl: error: %s\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "kbrl: internal error: %s\n", e.what());
-    return 3;
-  }
-  return 0;
+  app.set_version_flag("--version", "kbrl " + std::string(kbrl::kbrl_version()));
+  return kbrl::cli::run_program("kbrl", app, argc, argv, [] { return kbrl::cli::command_exit_code(); });
 }

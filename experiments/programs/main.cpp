@@ -13,6 +13,7 @@
 #include <harness/gpu_session.h>
 #include <harness/rollout_log.h>
 #include <experiments/run_setup.h>
+#include <kbrl/cli_main.h>
 #include <kbrl/error.h>
 
 #include "experiment.h"
@@ -20,7 +21,7 @@
 namespace kbrl {
 namespace {
 
-constexpr int kSkipped = 77;
+constexpr int kSkipped = kbrl::cli::kExitSkipped;
 
 struct Options {
   std::string name;
@@ -174,16 +175,6 @@ int main(int argc, char** argv) {
                  "selection and length_control: read this samples.csv (e.g. from kbrl sample) instead of "
                  "best_of_n's");
   app.add_option("--arch", o.arch, "NVRTC target, e.g. sm_90; without a GPU the experiment compiles only");
-  try {
-    app.parse(argc, argv);
-    return kbrl::run(o);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  } catch (const kbrl::InputError& e) {
-    std::fprintf(stderr, "kbrl-experiment: error: %s\n", e.what());
-    return 2;
-  } catch (const kbrl::Error& e) {
-    std::fprintf(stderr, "kbrl-experiment: error: %s\n", e.what());
-    return 1;
-  }
+  app.set_version_flag("--version", "kbrl-experiment " + std::string(kbrl::kbrl_version()));
+  return kbrl::cli::run_program("kbrl-experiment", app, argc, argv, [&] { return kbrl::run(o); });
 }
