@@ -41,12 +41,14 @@ class KeyReader {
                                  j_.at(key).dump(), fmt::join(valid_, ", ")));
   }
 
-  void integer(const std::string& key, int& out, int min) const {
+  void integer(const std::string& key, int& out, int min, int max = 1'000'000'000) const {
     if (!j_.contains(key)) return;
     const auto& v = j_.at(key);
     if (!v.is_number_integer()) bad(key, "must be an integer");
     const int64_t x = v.get<int64_t>();
-    if (x < min || x > 1'000'000'000) bad(key, fmt::format("must be an integer >= {}", min));
+    if (x < min || x > max)
+      bad(key, max == 1'000'000'000 ? fmt::format("must be an integer >= {}", min)
+                                    : fmt::format("must be an integer in [{}, {}]", min, max));
     out = static_cast<int>(x);
   }
 
@@ -158,8 +160,11 @@ void read_optimizer(const KeyReader& r, OptimizerConfig& o) {
   r.number("max_grad_norm", o.max_grad_norm, 0, kInf);
 }
 
+/// LoRA ranks above this are not low rank for any policy kbrl trains (the reports use 16).
+constexpr int kMaxLoraRank = 256;
+
 void read_lora(const KeyReader& r, LoraConfig& l) {
-  r.integer("lora_rank", l.rank, 1);
+  r.integer("lora_rank", l.rank, 1, kMaxLoraRank);
   r.number("lora_alpha", l.alpha, 0, kInf, true);
 }
 
@@ -301,8 +306,19 @@ nlohmann::json read_json_file(const std::filesystem::path& file) {
   std::ifstream in(file);
   KBRL_CHECK_INPUT(in.good(), "cannot read config file {}", file.string());
   nlohmann::json j;
+  // A key given twice in one object is an error (JSON parsers silently keep one of them).
+  std::vector<std::set<std::string>> keys;
+  const nlohmann::json::parser_callback_t no_duplicates = [&](int, nlohmann::json::parse_event_t event,
+                                                              nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::object_start) keys.emplace_back();
+    if (event == E::object_end && !keys.empty()) keys.pop_back();
+    if (event == E::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second)
+      throw InputError(fmt::format("{}: key '{}' is given twice", file.string(), parsed.get<std::string>()));
+    return true;
+  };
   try {
-    j = nlohmann::json::parse(in, nullptr, true, /*ignore_comments=*/true);
+    j = nlohmann::json::parse(in, no_duplicates, true, /*ignore_comments=*/true);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(fmt::format("{} is not valid JSON: {}", file.string(), e.what()));
   }
@@ -376,6 +392,9 @@ TttConfig read_ttt_config(const nlohmann::json& j, const std::string& source) {
   r.integer("patience", c.patience, 0);
   r.seed("seed", c.seed);
   r.text("run", c.run);
+  KBRL_CHECK_INPUT(c.update != TttUpdate::grpo || c.k >= 2,
+                   "{}: GRPO compares the samples of a group: k must be at least 2 for update grpo (got {})",
+                   source, c.k);
   return c;
 }
 

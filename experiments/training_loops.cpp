@@ -14,6 +14,18 @@
 namespace kbrl {
 namespace {
 
+/// One update; a loss, gradient or KL that is not finite ends the run (the policy's weights are no
+/// longer usable), before the step's row is written, so the CSV holds only sound rows.
+UpdateStats finite_update(TrainablePolicy& policy, const std::vector<TrainItem>& batch, const UpdateConfig& update,
+                          const std::string& where) {
+  const UpdateStats s = policy.update(batch, update);
+  if (!std::isfinite(s.loss) || !std::isfinite(s.grad_norm) || !std::isfinite(s.kl))
+    throw Error(fmt::format("{}: the update's loss is {} (gradient norm {}, KL {}): training diverged; the rows "
+                            "written so far are kept. Lower the learning rate and run again",
+                            where, s.loss, s.grad_norm, s.kl));
+  return s;
+}
+
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) {
@@ -181,7 +193,7 @@ std::vector<StepMetrics> run_rlvr(TrainablePolicy& policy, Environment& env, con
     StepMetrics m = score_rollouts(all);
     m.step = step;
     m.tasks = c.tasks_per_batch;
-    m.update = policy.update(batch, update);
+    m.update = finite_update(policy, batch, update, fmt::format("rlvr step {}", step));
     budget.wall_seconds = seconds_since(start);
     m.budget = budget;
     if (steps_csv) steps_csv->row(training_step_row(c.run, m));
@@ -255,7 +267,7 @@ TttResult run_ttt(TrainablePolicy& policy, Environment& env, const TttConfig& c,
     const BoaDecision so_far = best_of_adaptation(scores, c.patience);
     const bool stop = so_far.stop_step >= 0;
     if (step < c.steps && !stop) {
-      m.update = policy.update(batch, update);
+      m.update = finite_update(policy, batch, update, fmt::format("ttt {} step {}", c.run, step));
     } else {  // no update after the last evaluated step: still measure KL to the start and entropy
       std::vector<TrainItem> scored;
       for (const Rollout& r : all) scored.push_back({task_spec(r.sample.task_id, c.scale), r.sample.tokens, {}, {}});
@@ -331,7 +343,7 @@ std::vector<SftEpoch> run_sft(TrainablePolicy& policy, const std::vector<TrainIt
       std::vector<TrainItem> batch;
       for (size_t i = b; i < std::min(order.size(), b + static_cast<size_t>(c.batch_size)); ++i)
         batch.push_back(data[static_cast<size_t>(order[i])]);
-      loss += policy.update(batch, update).loss;
+      loss += finite_update(policy, batch, update, fmt::format("sft epoch {}", epoch)).loss;
       ++batches;
     }
     emit({epoch, loss / std::max(1, batches), mean_nll(policy, data, c.temperature), seconds_since(start)});

@@ -105,6 +105,19 @@ TEST(CliLearn, TrainEvaluatesEveryTaskOnSchedule) {
   EXPECT_NE(bad.output.find("eval_k"), std::string::npos) << bad.output;
 }
 
+TEST(CliLearn, ADivergingRunStopsWithAClearErrorAndNoNanRows) {
+  const fs::path dir = scratch("train_nan");
+  const auto r = run_cli("train" + kSynthetic + "--task 19,23,47 --steps 3 --tasks-per-batch 2 --group-size 4 "
+                         "--learning-rate 1e308 --out " + dir.string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("training diverged"), std::string::npos) << r.output;
+  std::ifstream in(dir / "steps.csv");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_FALSE(text.empty());
+  EXPECT_EQ(text.find("nan"), std::string::npos) << text;
+  EXPECT_FALSE(fs::exists(dir / "checkpoints" / "final.pt"));
+}
+
 TEST(CliLearn, TttWritesOnePlusStepsRowsAndNamesTheBoaStep) {
   const fs::path dir = scratch("ttt");
   auto r = run_cli("ttt" + kSynthetic + "--task 19,47 --k 6 --steps 3 --learning-rate 0.05 --out " +
@@ -267,6 +280,20 @@ TEST(CliLearn, BadInputFailsClearly) {
   EXPECT_NE(r.output.find("unknown config key 'group_sise'"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(config.string() + ":"), std::string::npos) << r.output;  // the file is named
   EXPECT_NE(r.output.find("group_size"), std::string::npos) << r.output;  // the valid keys are listed
+
+  const fs::path twice = dir / "twice.json";
+  std::ofstream(twice) << R"({"steps": 2, "steps": 3})";
+  r = run_cli("train" + kSynthetic + "--task 19 --config " + twice.string() + " --out " + dir.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("key 'steps' is given twice"), std::string::npos) << r.output;
+
+  r = run_cli("train" + kSynthetic + "--task 19 --set lora_rank=100000 --out " + dir.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("must be an integer in [1, 256]"), std::string::npos) << r.output;
+
+  r = run_cli("ttt" + kSynthetic + "--task 19 --k 1 --out " + dir.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("k must be at least 2 for update grpo"), std::string::npos) << r.output;
 
   r = run_cli("train" + kSynthetic + "--task 19 --steps two --out " + dir.string());
   EXPECT_EQ(r.status, 2) << r.output;
