@@ -36,10 +36,10 @@ struct Rollout {
   std::vector<std::string> flags;
 
   /// fast_p's event (fast_1's by default): correct and strictly faster than p times the reference.
-  bool fast(double p = 1.0) const { return correct && speedup > p; }
+  bool fast(double p = 1.0) const { return fast_event(correct, speedup, p); }
   /// sig_fast_p's event, as harness/eval_record.h's is_significantly_fast: fast, and the lower end of
   /// the speedup's interval above p. Without an interval (not timed) never significant.
-  bool significantly_fast(double p = 1.0) const { return fast(p) && speedup_ci && speedup_ci->low > p; }
+  bool significantly_fast(double p = 1.0) const { return significantly_fast_event(correct, speedup, speedup_ci, p); }
 };
 
 class Environment {

@@ -49,8 +49,9 @@ struct SampleRow {
   std::optional<SpeedupInterval> speedup_ci;  // absent in a samples.csv from before the interval
   ActionKind kind = ActionKind::knobs;
   std::string text;  // unescaped
-  /// As Rollout::significantly_fast: correct, speedup > p and the interval's lower end > p.
-  bool significantly_fast(double p = 1.0) const { return correct && speedup > p && speedup_ci && speedup_ci->low > p; }
+  /// As Rollout's fast and significantly_fast (harness/stats.h's events).
+  bool fast(double p = 1.0) const { return fast_event(correct, speedup, p); }
+  bool significantly_fast(double p = 1.0) const { return significantly_fast_event(correct, speedup, speedup_ci, p); }
 };
 /// Every row of a samples.csv, of this kbrl's header or the older one without speedup_low and
 /// speedup_high (its rows read with no interval). InputError for another header (naming both), a

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include <harness/stats.h>  // fast_event, significantly_fast_event
+
 namespace kbrl {
 
 /// One evaluated sample, as selection sees it.
@@ -18,8 +20,8 @@ struct ScoredSample {
   double speedup = 0.0;        // gated: 0 unless correct
   double mean_logprob = 0.0;   // log-probability per token (the report's "mean-logprob")
   double speedup_low = 0.0;    // the lower end of the speedup's 95% interval; 0 without one
-  bool fast() const { return correct && speedup > 1.0; }
-  bool significantly_fast() const { return fast() && speedup_low > 1.0; }
+  bool fast() const { return fast_event(correct, speedup, 1.0); }
+  bool significantly_fast() const { return significantly_fast_event(correct, speedup, speedup_low, 1.0); }
 };
 
 enum class SelectionStrategy {

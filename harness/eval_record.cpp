@@ -107,12 +107,10 @@ void from_json(const Json& j, CompileInfo& c) {
   c.precision_findings = j.at(f::precision_findings).get<std::vector<std::string>>();
 }
 
-bool is_fast(const EvalRecord& r, double p) {
-  return r.outcome == Outcome::ok && r.speedup > p;
-}
+bool is_fast(const EvalRecord& r, double p) { return fast_event(r.outcome == Outcome::ok, r.speedup, p); }
 
 bool is_significantly_fast(const EvalRecord& r, double p) {
-  return is_fast(r, p) && r.speedup_ci && r.speedup_ci->low > p;
+  return significantly_fast_event(r.outcome == Outcome::ok, r.speedup, r.speedup_ci, p);
 }
 
 void to_json(Json& j, const SpeedupInterval& ci) { j = {{f::low, number(ci.low)}, {f::high, number(ci.high)}}; }

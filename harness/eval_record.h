@@ -140,7 +140,7 @@ struct EvalRecord {
   std::optional<RuntimeStats> reference;  // the reference's timing, interleaved with it
   double speedup = 0.0;                   // correctness-gated (reward.h)
   /// The speedup's 95% interval from the paired samples (stats.h); set only when the candidate is
-  /// correct and was timed with its reference. significantly_faster() reads it.
+  /// correct and was timed with its reference. is_significantly_fast() reads it.
   std::optional<SpeedupInterval> speedup_ci;
   double reward = 0.0;
   Outcome outcome = Outcome::ok;

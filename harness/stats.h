@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -60,6 +61,19 @@ inline constexpr double kSpeedupResolution = 0.01;
 SpeedupInterval paired_speedup_interval(const std::vector<double>& reference_ms,
                                         const std::vector<double>& candidate_ms,
                                         double resolution = kSpeedupResolution);
+
+/// KernelBench's fast_p event: correct and speedup > p (strict). The one rule behind is_fast(record),
+/// the rollouts', the samples.csv rows' and the selection's events.
+inline bool fast_event(bool correct, double speedup, double p) { return correct && speedup > p; }
+/// The significant fast_p event: fast, and the lower end of the speedup's interval above p.
+inline bool significantly_fast_event(bool correct, double speedup, double interval_low, double p) {
+  return fast_event(correct, speedup, p) && interval_low > p;
+}
+/// The same with the interval itself; without one (not timed, an old record), never significant.
+inline bool significantly_fast_event(bool correct, double speedup, const std::optional<SpeedupInterval>& ci,
+                                     double p) {
+  return ci && significantly_fast_event(correct, speedup, ci->low, p);
+}
 
 /// Student's t distribution's 0.975 quantile at `df` >= 1 degrees of freedom (a table to 30, then a
 /// Cornish-Fisher expansion; 1.96 in the limit).

@@ -20,7 +20,7 @@ struct Counts {
 };
 
 void add(Counts& c, const kbrl::schemas::SampleRow& a, const kbrl::schemas::SampleRow& b) {
-  const bool fa = a.correct && a.speedup > 1.0, fb = b.correct && b.speedup > 1.0;
+  const bool fa = a.fast(), fb = b.fast();
   const bool sa = a.significantly_fast(), sb = b.significantly_fast();
   ++c.samples;
   c.same_outcome += a.outcome == b.outcome;
