@@ -31,7 +31,7 @@ extern const char* const kFastMathNote;
 /// The online softmax state: `struct MaxSum {m, s}` (the maximum seen and the sum of
 /// exp(v - m)), `kbrl_max` (a max that propagates NaN, as torch's) and `kbrl_add(MaxSum&, float)`.
 /// Uses k_exp and KBRL_NEG_INF, defined before it.
-extern const char* const kMaxSumState;
+const std::string& max_sum_state();
 
 /// How kbrl_block_reduce reduces within a warp: unrolled kbrl_shfl (xor) loops, or calls of the
 /// unit's own kbrl_warp_reduce(v, op).

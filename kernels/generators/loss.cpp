@@ -156,7 +156,7 @@ extern "C" __global__ void kbrl_loss_final(const Acc* __restrict__ part, float* 
 
 /// The online (max, sum of exp(v - max)) state of cross-entropy rows.
 std::string max_sum_helpers() {
-  return std::string("\n") + kMaxSumState + R"(
+  return std::string("\n") + max_sum_state() + R"(
 struct MergeOp {
   __device__ __forceinline__ MaxSum operator()(MaxSum a, MaxSum b) const {
     const float m = kbrl_max(a.m, b.m);

@@ -40,7 +40,7 @@ std::string prelude(bool half, bool fast) {
 
 // A running softmax state: the maximum seen and the sum of exp(v - max) over the values seen.
 )";
-  s += kMaxSumState;
+  s += max_sum_state();
   s += R"(
 __device__ __forceinline__ MaxSum kbrl_merge(MaxSum a, MaxSum b) {
   const float m = kbrl_max(a.m, b.m);
