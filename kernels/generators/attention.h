@@ -24,7 +24,7 @@
 //
 // The source depends on tile_m, tile_n, tile_k, stages, precision and fast_math (both softmax
 // kernels are in every unit: variant changes only the launch); shapes are i64 arguments.
-#include "../generator.h"
+#include <kernels/generator.h>
 
 namespace kbrl {
 

@@ -58,7 +58,12 @@
 // stages (direct: items_per_thread) and are shared by all standard tasks and both scales; grid and
 // tail change only the launch. The depthwise source depends on rows_per_thread, items_per_thread,
 // precision and the task's kernel size, stride and dilation (padding and sizes are arguments).
-#include "../generator.h"
+//
+// Files: conv.cpp (tasks, knob spaces, launch plans; tasks 82-85 dispatched to conv_depthwise.cpp),
+// conv_sources.cpp (the prep, direct and implicit GEMM sources: cuda/conv.cuh, cuda/conv_igemm.cuh),
+// conv_depthwise.{h,cpp} (the depthwise kernel, its knob space and plan: cuda/conv_depthwise.cuh),
+// conv_internal.h (what they share).
+#include <kernels/generator.h>
 
 namespace kbrl {
 

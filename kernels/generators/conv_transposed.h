@@ -32,7 +32,7 @@
 // cache hint are kernel arguments, and block only changes the launch, so tasks share compile
 // units (66 in all: 2 direct, 64 tiled). items_per_thread=8 with tile_n=16 spills a little
 // in tiled_global (255 registers); every other tile fits in registers.
-#include "../generator.h"
+#include <kernels/generator.h>
 
 namespace kbrl {
 

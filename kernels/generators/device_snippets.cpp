@@ -15,34 +15,24 @@ std::string store_expr(std::string_view hint, const std::string& ptr, const std:
   return "*(" + ptr + ") = " + value;
 }
 
-namespace {
-
-/// "__device__ __forceinline__ float <signature> { return <value>; }" and a newline.
-std::string float_helper(const std::string& signature, const std::string& value) {
-  return "__device__ __forceinline__ float " + signature + " { return " + value + "; }\n";
-}
-
-}  // namespace
-
 std::string k_exp_helper(FloatMath math, std::string_view arg) {
-  const std::string a(arg);
-  std::string value = "expf(" + a + ")";
-  if (math == FloatMath::fast) value = "__expf(" + a + ")";
-  if (math == FloatMath::half_exp) value = "__half2float(hexp(__float2half(" + a + ")))";
-  return float_helper("k_exp(float " + a + ")", value);
+  const char* name = math == FloatMath::fast       ? "k_exp_fast"
+                     : math == FloatMath::half_exp ? "k_exp_half"
+                                                   : "k_exp_exact";
+  return cuda_text::fill("snippets.cuh", name, {{"ARG", std::string(arg)}});
 }
 
 std::string k_log_helper(FloatMath math) {
-  return float_helper("k_log(float v)", math == FloatMath::fast ? "__logf(v)" : "logf(v)");
+  return cuda_text::section("snippets.cuh", math == FloatMath::fast ? "k_log_fast" : "k_log_exact");
 }
 
 std::string k_div_helper(FloatMath math) {
-  return float_helper("k_div(float a, float b)",
-                      math == FloatMath::fast ? "__fdividef(a, b)" : "a / b");
+  return cuda_text::section("snippets.cuh", math == FloatMath::fast ? "k_div_fast" : "k_div_exact");
 }
 
-const char* const kFastMathNote =
-    "// fast_math=on (unsafe): intrinsics, and the whole unit under --use_fast_math.\n";
+// Initialized from the embedded text when the library loads (cuda_text's tables are function-local
+// statics, ready on first use); read only while generating.
+const std::string& fast_math_note() { return cuda_text::section("snippets.cuh", "fast_math_note"); }
 
 const std::string& max_sum_state() { return cuda_text::section("snippets.cuh", "max_sum_state"); }
 

@@ -1,7 +1,8 @@
 #pragma once
-// CUDA source text shared by the generator families (kernels/generators/*.cpp only). Every piece
-// is the exact text the families emitted before it was shared; where their copies differed, a
-// parameter picks the family's text, so generated sources stay byte-identical.
+// CUDA source text shared by the generator families (kernels/generators/*.cpp only). The text
+// lives in cuda/snippets.cuh (the cache-hint expressions, one expression each, are built here).
+// Every piece is the exact text the families emitted before it was shared; where their copies
+// differed, a parameter picks the family's text, so generated sources stay byte-identical.
 #include <string>
 #include <string_view>
 
@@ -26,7 +27,7 @@ std::string k_exp_helper(FloatMath math, std::string_view arg);
 std::string k_log_helper(FloatMath math);
 std::string k_div_helper(FloatMath math);
 /// The comment line a fast_math=on unit puts before its intrinsic helpers.
-extern const char* const kFastMathNote;
+const std::string& fast_math_note();
 
 /// The online softmax state: `struct MaxSum {m, s}` (the maximum seen and the sum of
 /// exp(v - m)), `kbrl_max` (a max that propagates NaN, as torch's) and `kbrl_add(MaxSum&, float)`.

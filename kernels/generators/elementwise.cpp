@@ -5,11 +5,14 @@
 
 #include <kbrl/error.h>
 
+#include "cuda_text.h"
 #include "device_snippets.h"
 #include "family_common.h"
 
 namespace kbrl {
 namespace {
+
+constexpr std::string_view kFile = "elementwise.cuh";  // the device code
 
 /// How an output element is formed from the inputs.
 enum class OpShape {
@@ -18,9 +21,9 @@ enum class OpShape {
   rows,    // C[r, c] = A[r] * B[r, c]
 };
 
-/// One task's math, written over `v` of type T (float or __half) with the helpers the prelude
-/// defines (to_t, k_exp, k_tanh, k_erf, k_expm1, k_log1p, k_abs, k_div, k_min, k_max), in the same
-/// order of operations as torch's CUDA kernels.
+/// One task's math, written over `v` of type T (float or __half) with the helpers
+/// cuda/elementwise.cuh defines (to_t, k_exp, k_tanh, k_erf, k_expm1, k_log1p, k_abs, k_div, k_min,
+/// k_max), in the same order of operations as torch's CUDA kernels.
 struct ElementwiseOp {
   int task_id;
   const char* math;  // for the source's comment
@@ -70,152 +73,70 @@ const ElementwiseOp& op_of(const TaskSpec& task) {
   return *op;
 }
 
-std::string prelude(bool half, bool fast) {
-  std::string s;
-  if (half) {
-    s += "#include <cuda_fp16.h>\n\n"
-         "// precision=fp16_compute: the math runs on __half (erf has no half version: it is\n"
-         "// evaluated in float and rounded).\n"
-         "typedef __half T;\n"
-         "__device__ __forceinline__ T to_t(float v) { return __float2half(v); }\n"
-         "__device__ __forceinline__ float from_t(T v) { return __half2float(v); }\n"
-         "__device__ __forceinline__ T k_exp(T v) { return hexp(v); }\n"
-         "__device__ __forceinline__ T k_tanh(T v) { return htanh(v); }\n"
-         "__device__ __forceinline__ T k_erf(T v) { return __float2half(erff(__half2float(v))); }\n"
-         "__device__ __forceinline__ T k_expm1(T v) { return hexp(v) - to_t(1.0f); }\n"
-         "__device__ __forceinline__ T k_log1p(T v) { return hlog(to_t(1.0f) + v); }\n"
-         "__device__ __forceinline__ T k_abs(T v) { return __habs(v); }\n"
-         "__device__ __forceinline__ T k_div(T a, T b) { return a / b; }\n";
-  } else if (fast) {
-    s += "// fast_math=on: intrinsics, and the whole unit under --use_fast_math.\n"
-         "typedef float T;\n"
-         "__device__ __forceinline__ T to_t(float v) { return v; }\n"
-         "__device__ __forceinline__ float from_t(T v) { return v; }\n"
-         "__device__ __forceinline__ T k_exp(T v) { return __expf(v); }\n"
-         "__device__ __forceinline__ T k_tanh(T v) { return 1.0f - __fdividef(2.0f, __expf(2.0f * v) "
-         "+ 1.0f); }\n"
-         "__device__ __forceinline__ T k_erf(T v) { return erff(v); }\n"
-         "__device__ __forceinline__ T k_expm1(T v) { return __expf(v) - 1.0f; }\n"
-         "__device__ __forceinline__ T k_log1p(T v) { return __logf(1.0f + v); }\n"
-         "__device__ __forceinline__ T k_abs(T v) { return fabsf(v); }\n"
-         "__device__ __forceinline__ T k_div(T a, T b) { return __fdividef(a, b); }\n";
-  } else {
-    s += "typedef float T;\n"
-         "__device__ __forceinline__ T to_t(float v) { return v; }\n"
-         "__device__ __forceinline__ float from_t(T v) { return v; }\n"
-         "__device__ __forceinline__ T k_exp(T v) { return expf(v); }\n"
-         "__device__ __forceinline__ T k_tanh(T v) { return tanhf(v); }\n"
-         "__device__ __forceinline__ T k_erf(T v) { return erff(v); }\n"
-         "__device__ __forceinline__ T k_expm1(T v) { return expm1f(v); }\n"
-         "__device__ __forceinline__ T k_log1p(T v) { return log1pf(v); }\n"
-         "__device__ __forceinline__ T k_abs(T v) { return fabsf(v); }\n"
-         "__device__ __forceinline__ T k_div(T a, T b) { return a / b; }\n";
-  }
-  // std::max and std::min's semantics: (a < b) ? b : a and (b < a) ? b : a.
-  s += "__device__ __forceinline__ T k_max(T a, T b) { return a < b ? b : a; }\n"
-       "__device__ __forceinline__ T k_min(T a, T b) { return b < a ? b : a; }\n";
-  return s;
-}
-
 std::string source_of(const TaskSpec& task, const ElementwiseOp& op, const Config& config) {
   const int64_t vec = config.integer("vec");
-  const int64_t items = config.integer("items_per_thread");
   const std::string hint = config.at("cache_hint");
   const bool half = config.at("precision") == "fp16_compute";
   const bool fast = config.at("fast_math") == "on";
-  const bool safe_tail = config.at("tail") == "safe";
 
-  std::string extra_sig, extra_args, apply_params;
-  switch (op.shape) {
-    case OpShape::unary:
-      apply_params = "float in";
-      break;
-    case OpShape::scalar:
-      apply_params = "float in, float s";
-      extra_sig = ", float s";
-      extra_args = ", s";
-      break;
-    case OpShape::rows:
-      apply_params = "float in, long long i, const float* __restrict__ rows";
-      extra_sig = ", const float* __restrict__ rows";
-      break;
-  }
-  // The arguments of kbrl_apply after the element, for element index `i`.
+  const char* apply_params = op.shape == OpShape::unary    ? "apply_params_unary"
+                             : op.shape == OpShape::scalar ? "apply_params_scalar"
+                                                           : "apply_params_rows";
+  std::string kernel_params;  // after n
+  if (op.shape == OpShape::scalar) kernel_params = cuda_text::section(kFile, "kernel_params_scalar");
+  if (op.shape == OpShape::rows) kernel_params = cuda_text::section(kFile, "kernel_params_rows");
+  // kbrl_apply of `value` (element index `index`), with the kernel's extra argument.
   auto call = [&](const std::string& value, const std::string& index) {
     if (op.shape == OpShape::rows) return "kbrl_apply(" + value + ", " + index + ", rows)";
-    return "kbrl_apply(" + value + extra_args + ")";
+    if (op.shape == OpShape::scalar) return "kbrl_apply(" + value + ", s)";
+    return "kbrl_apply(" + value + ")";
   };
 
-  std::string s = fmt::format(
-      "// kbrl elementwise generator: task {} ({}), {}.\n"
-      "// vec={} items_per_thread={} cache_hint={} precision={} fast_math={} tail={}\n",
-      task.id, task.name, op.math, vec, items, hint, config.at("precision"), config.at("fast_math"),
-      config.at("tail"));
-  s += prelude(half, fast);
+  std::string s = cuda_text::fill(
+      kFile, "header",
+      {{"TASK", std::to_string(task.id)}, {"NAME", task.name}, {"MATH", op.math},
+       {"VEC", config.at("vec")}, {"ITEMS", config.at("items_per_thread")}, {"HINT", hint},
+       {"PRECISION", config.at("precision")}, {"FAST_MATH", config.at("fast_math")},
+       {"TAIL", config.at("tail")}});
+  s += cuda_text::section(kFile, half ? "math_fp16" : fast ? "math_fast" : "math_fp32");
+  s += cuda_text::section(kFile, "min_max");
   if (op.shape == OpShape::rows)
-    s += fmt::format("constexpr long long kCols = {};  // the row length of B\n",
-                     task.inputs.at(1).shape.at(1));
-  s += fmt::format(
-      "\n__device__ __forceinline__ float kbrl_apply({}) {{\n"
-      "  const T v = to_t(in);\n"
-      "  return from_t({});\n"
-      "}}\n\n",
-      apply_params, op.expr);
+    s += cuda_text::fill(kFile, "row_length", {{"COLS", std::to_string(task.inputs.at(1).shape.at(1))}});
+  s += cuda_text::fill(kFile, "apply",
+                       {{"PARAMS", cuda_text::section(kFile, apply_params)}, {"EXPR", op.expr}});
 
-  const std::string vt = vec == 1 ? "float" : fmt::format("float{}", vec);
-  s += "extern \"C\" __global__ void kbrl_elementwise(const float* __restrict__ x, "
-       "float* __restrict__ y, long long n" + extra_sig + ") {\n";
-  s += fmt::format("  constexpr int kVec = {};\n  constexpr int kItems = {};\n", vec, items);
-  s += "  const long long tile = (long long)blockDim.x * (kVec * kItems);\n"
-       "  const long long stride = (long long)gridDim.x * tile;\n";
-  if (vec > 1)
-    s += fmt::format(
-        "  const bool aligned = (((unsigned long long)x | (unsigned long long)y) & {}) == 0;\n",
-        vec * 4 - 1);
-  s += "  for (long long base = (long long)blockIdx.x * tile; base < n; base += stride) {\n"
-       "    if (base + tile <= n) {\n";
-  std::string indent = "      ";
-  if (vec > 1) {
-    s += "      if (aligned) {\n";
-    indent = "        ";
-  }
-  s += indent + "const " + vt + "* xv = reinterpret_cast<const " + vt + "*>(x + base);\n";
-  s += indent + vt + "* yv = reinterpret_cast<" + vt + "*>(y + base);\n";
-  s += indent + vt + " r[kItems];\n";
-  s += "#pragma unroll\n";
-  s += indent + "for (int k = 0; k < kItems; ++k) r[k] = " +
-       load_expr(hint, "xv + k * blockDim.x + threadIdx.x") + ";\n";
-  s += "#pragma unroll\n";
-  s += indent + "for (int k = 0; k < kItems; ++k) {\n";
-  if (op.shape == OpShape::rows)
-    s += indent + "  const long long i = base + ((long long)k * blockDim.x + threadIdx.x) * kVec;\n";
+  s += cuda_text::fill(kFile, "kernel_head",
+                       {{"EXTRA_PARAMS", kernel_params}, {"VEC", config.at("vec")},
+                        {"ITEMS", config.at("items_per_thread")}});
+  if (vec > 1) s += cuda_text::fill(kFile, "aligned_check", {{"ALIGN_MASK", std::to_string(vec * 4 - 1)}});
+  s += cuda_text::section(kFile, "tile_loop");
+  if (vec > 1) s += cuda_text::section(kFile, "if_aligned");
+  // The full tile: float / float2 / float4 items, the aligned path's indent.
+  const std::string indent = vec > 1 ? "        " : "      ";
+  s += cuda_text::fill(kFile, "full_tile",
+                       {{"INDENT", indent},
+                        {"VT", vec == 1 ? "float" : fmt::format("float{}", vec)},
+                        {"LOAD", load_expr(hint, "xv + k * blockDim.x + threadIdx.x")}});
+  if (op.shape == OpShape::rows) s += cuda_text::fill(kFile, "row_index", {{"INDENT", indent}});
   if (vec == 1) {
-    s += indent + "  r[k] = " + call("r[k]", "i") + ";\n";
+    s += cuda_text::fill(kFile, "apply_item",
+                         {{"INDENT", indent}, {"ITEM", "r[k]"}, {"APPLY", call("r[k]", "i")}});
   } else {
-    const char* comps = "xyzw";
     for (int64_t c = 0; c < vec; ++c) {
-      const std::string field = std::string("r[k].") + comps[c];
-      s += indent + "  " + field + " = " + call(field, fmt::format("i + {}", c)) + ";\n";
+      const std::string item = std::string("r[k].") + "xyzw"[c];
+      s += cuda_text::fill(kFile, "apply_item",
+                           {{"INDENT", indent}, {"ITEM", item}, {"APPLY", call(item, fmt::format("i + {}", c))}});
     }
   }
-  s += indent + "  " + store_expr(hint, "yv + k * blockDim.x + threadIdx.x", "r[k]") + ";\n";
-  s += indent + "}\n";
-  if (vec > 1) {
-    s += "      } else {  // unaligned pointers: element by element\n"
-         "        for (long long i = base + threadIdx.x; i < base + tile; i += blockDim.x)\n"
-         "          " + store_expr(hint, "y + i", call(load_expr(hint, "x + i"), "i")) + ";\n"
-         "      }\n";
-  }
-  s += "    }";
-  if (safe_tail) {
-    s += " else {  // the last, partial tile\n"
-         "      for (long long i = base + threadIdx.x; i < n; i += blockDim.x)\n"
-         "        " + store_expr(hint, "y + i", call(load_expr(hint, "x + i"), "i")) + ";\n"
-         "    }\n";
-  } else {
-    s += "  // tail=dropped: a partial last tile is never written\n";
-  }
-  s += "  }\n}\n";
+  s += cuda_text::fill(kFile, "full_tile_store",
+                       {{"INDENT", indent}, {"STORE", store_expr(hint, "yv + k * blockDim.x + threadIdx.x", "r[k]")}});
+  // Element by element: unaligned pointers (vec > 1), the last partial tile (tail=safe).
+  const std::string one = store_expr(hint, "y + i", call(load_expr(hint, "x + i"), "i"));
+  if (vec > 1) s += cuda_text::fill(kFile, "unaligned", {{"STORE", one}});
+  if (config.at("tail") == "safe")
+    s += cuda_text::fill(kFile, "tile_close_safe", {{"STORE", one}});
+  else
+    s += cuda_text::section(kFile, "tile_close_dropped");
   return s;
 }
 

@@ -19,7 +19,7 @@
 //
 // The kernel source depends on vec, items_per_thread, cache_hint, precision, fast_math and tail
 // (and, for task 12, on the row length); block and grid only change the launch.
-#include "../generator.h"
+#include <kernels/generator.h>
 
 namespace kbrl {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "../generator.h"
+#include <kernels/generator.h>
 
 namespace kbrl {
 

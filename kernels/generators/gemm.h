@@ -36,22 +36,13 @@
 // 128x64/4, 64x128/4, 64x64/4, 32x32/4} (64 to 512 threads per block).
 // Legal configurations: 288 per task (8 tiles x 3 x 2 x 2 x 3); task 6: 864 (x 3 split_k).
 //
-// Task 4 (y = A x, A [M,K] read once, memory-bound) knobs, in token order:
-//   variant     block_per_row, warp_per_row   a block, or each warp, reduces tile_m rows
-//   block       128, 256, 512                 threads per block
-//   tile_m      1, 2, 4                       rows per block / warp: each load of x serves them all
-//   vec         1, 4                          float4 loads of A and x when aligned
-//   unroll      1, 2, 4                       independent loads in flight per row per thread
-//   cache_hint  none, streaming               streaming: A read with __ldcs (x via __ldg always)
-//   fast_math   off, on                       on (unsafe): --use_fast_math
-// Legal configurations: 432. Deterministic: fixed-order warp and block reductions.
+// Task 4 (y = A x, A [M,K] read once, memory-bound): its own kernel and knobs, matvec.h.
 //
 // The GEMM source depends only on tile_m, tile_n, tile_k, items_per_thread and whether precision is
 // fp32 (SIMT) or not (tensor cores; tf32 vs tf32x3 is a kernel argument): 48 distinct units shared
 // by all fifteen tasks and both scales. vec, stages, layout, triangularity, batch and split_k are
-// kernel arguments or launch geometry. Task 4's source depends on tile_m, unroll and cache_hint
-// (variant, vec and block are arguments / launch), plus fast_math's option: 36 units.
-#include "../generator.h"
+// kernel arguments or launch geometry.
+#include <kernels/generator.h>
 
 namespace kbrl {
 

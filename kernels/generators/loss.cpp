@@ -5,6 +5,7 @@
 
 #include <kbrl/error.h>
 
+#include "cuda_text.h"
 #include "device_snippets.h"
 #include "family_common.h"
 
@@ -55,420 +56,114 @@ const LossTask& task_of(const TaskSpec& task) {
 
 bool row_wise(Kind kind) { return kind != Kind::flat; }
 
+/// The device code (kernels/generators/cuda/): shared helpers, and the partial kernels.
+constexpr std::string_view kHelpers = "loss.cuh";
+constexpr std::string_view kPartial = "loss_partial.cuh";
+
 /// The math helpers: k_exp, k_log, k_sqrt, k_sq per precision and fast_math, and the thread's
 /// running-sum type Run (a __half under fp16_compute for the flat and hinge tasks).
 std::string math_helpers(Kind kind, bool half, bool fast) {
   std::string s;
-  if (half) s += "#include <cuda_fp16.h>\n\n";
+  if (half) s += cuda_text::section(kHelpers, "fp16_include");
   FloatMath math = FloatMath::exact;
   if (fast) {
-    s += kFastMathNote;
+    s += fast_math_note();
     math = FloatMath::fast;
   } else if (half && kind == Kind::cross_entropy) {
-    s += "// precision=fp16_compute (unsafe): exp(x - max) is evaluated in __half.\n";
+    s += cuda_text::section(kHelpers, "half_exp_note");
     math = FloatMath::half_exp;
   }
   s += k_exp_helper(math, "v") + k_log_helper(math);
-  s += "__device__ __forceinline__ float k_sqrt(float v) { return sqrtf(v); }\n";
-  if (half && kind == Kind::triplet)
-    s += "// precision=fp16_compute (unsafe): each squared difference is taken in __half.\n"
-         "__device__ __forceinline__ float k_sq(float d) {\n"
-         "  const __half h = __float2half(d);\n"
-         "  return __half2float(__hmul(h, h));\n"
-         "}\n";
-  else
-    s += "__device__ __forceinline__ float k_sq(float d) { return d * d; }\n";
-  if (half && (kind == Kind::flat || kind == Kind::hinge))
-    s += "// precision=fp16_compute (unsafe): the thread's running sum is a __half.\n"
-         "typedef __half Run;\n"
-         "__device__ __forceinline__ Run kbrl_run_zero() { return __float2half(0.0f); }\n"
-         "__device__ __forceinline__ Run kbrl_run_add(Run r, float v) { return __hadd(r, "
-         "__float2half(v)); }\n"
-         "__device__ __forceinline__ Acc kbrl_run_out(Run r) { return (Acc)__half2float(r); }\n";
-  else
-    s += "typedef Acc Run;  // the thread's running sum\n"
-         "__device__ __forceinline__ Run kbrl_run_zero() { return (Run)0; }\n"
-         "__device__ __forceinline__ Run kbrl_run_add(Run r, float v) { return r + (Run)v; }\n"
-         "__device__ __forceinline__ Acc kbrl_run_out(Run r) { return r; }\n";
+  s += cuda_text::section(kHelpers, "k_sqrt");
+  s += cuda_text::section(kHelpers, half && kind == Kind::triplet ? "k_sq_half" : "k_sq");
+  const bool half_run = half && (kind == Kind::flat || kind == Kind::hinge);
+  s += cuda_text::section(kHelpers, half_run ? "run_half" : "run_acc");
   return s;
 }
 
 /// Loads: kbrl_ld (one float of a streamed input), kbrl_ldv (kVec floats at vector index j),
 /// kbrl_ldv_keep (kVec floats of an input read by every row: hinge's targets, always __ldg).
 std::string load_helpers(int64_t vec, bool streaming) {
-  const std::string ld1 = streaming ? "__ldcs(p)" : "*p";
-  std::string s = "__device__ __forceinline__ float kbrl_ld(const float* p) { return " + ld1 + "; }\n";
-  if (vec == 4) {
-    const std::string ld4 = streaming ? "__ldcs(reinterpret_cast<const float4*>(p) + j)"
-                                      : "reinterpret_cast<const float4*>(p)[j]";
-    s += "__device__ __forceinline__ void kbrl_ldv(const float* __restrict__ p, long long j, "
-         "float (&v)[kVec]) {\n"
-         "  const float4 q = " + ld4 + ";\n"
-         "  v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;\n"
-         "}\n"
-         "__device__ __forceinline__ void kbrl_ldv_keep(const float* __restrict__ p, long long j, "
-         "float (&v)[kVec]) {\n"
-         "  const float4 q = __ldg(reinterpret_cast<const float4*>(p) + j);\n"
-         "  v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;\n"
-         "}\n";
-  } else {
-    s += "__device__ __forceinline__ void kbrl_ldv(const float* __restrict__ p, long long j, "
-         "float (&v)[kVec]) { v[0] = kbrl_ld(p + j); }\n"
-         "__device__ __forceinline__ void kbrl_ldv_keep(const float* __restrict__ p, long long j, "
-         "float (&v)[kVec]) { v[0] = __ldg(p + j); }\n";
-  }
-  return s;
-}
-
-/// Deterministic reductions (a fixed shuffle tree, then warp 0 over the warp results) and the final
-/// single-block launch over the partials.
-std::string reduce_helpers() {
-  return R"(
-#define KBRL_NEG_INF (__int_as_float(0xff800000))
-
-struct SumOp {
-  template <class T>
-  __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
-};
-
-__device__ __forceinline__ float kbrl_shfl(float v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
-__device__ __forceinline__ double kbrl_shfl(double v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
-
-template <class T, class Op>
-__device__ __forceinline__ T kbrl_warp_reduce(T v, Op op) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = op(v, kbrl_shfl(v, o));
-  return v;
-}
-
-)" + block_reduce_helper(WarpStep::warp_reduce_call) + R"(
-// The second stage: one block sums the partials in a fixed order and divides as torch's reduction.
-extern "C" __global__ void kbrl_loss_final(const Acc* __restrict__ part, float* __restrict__ out,
-                                           long long parts, long long denom) {
-  __shared__ Acc smem[32];
-  Acc v = (Acc)0;
-  for (long long i = threadIdx.x; i < parts; i += blockDim.x) v += part[i];
-  v = kbrl_block_reduce(v, (Acc)0, smem, SumOp{});
-  if (threadIdx.x == 0) out[0] = (float)((double)v / (double)denom);
-}
-)";
-}
-
-/// The online (max, sum of exp(v - max)) state of cross-entropy rows.
-std::string max_sum_helpers() {
-  return std::string("\n") + max_sum_state() + R"(
-struct MergeOp {
-  __device__ __forceinline__ MaxSum operator()(MaxSum a, MaxSum b) const {
-    const float m = kbrl_max(a.m, b.m);
-    if (m == KBRL_NEG_INF) return MaxSum{m, a.s + b.s};  // both empty
-    return MaxSum{m, a.s * k_exp(a.m - m) + b.s * k_exp(b.m - m)};
-  }
-};
-
-__device__ __forceinline__ MaxSum kbrl_shfl(MaxSum v, int o) {
-  return MaxSum{__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)};
-}
-)";
-}
-
-/// The two squared-distance sums of a triplet row.
-const char* kPairHelpers = R"(
-struct Pair {
-  float p;  // sum of (a - positive + eps)^2
-  float n;  // sum of (a - negative + eps)^2
-};
-struct PairSumOp {
-  __device__ __forceinline__ Pair operator()(Pair a, Pair b) const { return Pair{a.p + b.p, a.n + b.n}; }
-};
-__device__ __forceinline__ Pair kbrl_shfl(Pair v, int o) {
-  return Pair{__shfl_xor_sync(0xffffffffu, v.p, o), __shfl_xor_sync(0xffffffffu, v.n, o)};
-}
-)";
-
-/// The per-element term of the flat and hinge tasks.
-std::string term_of(int task_id) {
-  switch (task_id) {
-    case 94:
-      return "// (p - t)^2, as torch's pow(2): d * d\n"
-             "__device__ __forceinline__ float kbrl_term(float p, float t) {\n"
-             "  const float d = p - t;\n"
-             "  return d * d;\n"
-             "}\n";
-    case 96:
-      return "// smooth_l1 with beta = 1 (torch's default): z < beta ? 0.5 z^2 / beta : z - 0.5 beta\n"
-             "constexpr float kBeta = 1.0f;\n"
-             "__device__ __forceinline__ float kbrl_term(float p, float t) {\n"
-             "  const float z = fabsf(p - t);\n"
-             "  return z < kBeta ? 0.5f * z * z / kBeta : z - 0.5f * kBeta;\n"
-             "}\n";
-    case 98:
-      return "// kl_div(log(p), t): xlogy(t, t) - t * log(p) (xlogy: NaN for NaN t, 0 for t == 0)\n"
-             "__device__ __forceinline__ float kbrl_term(float p, float t) {\n"
-             "  const float xl = t != t ? t : (t == 0.0f ? 0.0f : t * k_log(t));\n"
-             "  return xl - t * k_log(p);\n"
-             "}\n";
-    case 100:
-      return "// clamp_min(1 - p * t, 0), the product rounded as torch's separate multiply\n"
-             "__device__ __forceinline__ float kbrl_term(float p, float t) {\n"
-             "  const float v = 1.0f - __fmul_rn(p, t);\n"
-             "  return v < 0.0f ? 0.0f : v;  // NaN stays NaN\n"
-             "}\n";
-  }
-  throw InternalError(fmt::format("loss: no per-element term for task {}", task_id));
-}
-
-/// The per-row scan of a row-wise kernel over `cols` elements of the row pointer(s): a group of G
-/// threads (gi: this thread's index in it) covers the row with kItems vectors per thread per step,
-/// then the remaining vectors and the scalar tail (unless the tail is dropped). `ptrs` are the
-/// streamed row pointers; `tile` is the code run on `float v[kInputs][kItems][kVec]` of a full
-/// step, `one` on `float v[kInputs][kVec]` of a single vector, `scalar` on `float e[kInputs]`.
-std::string row_scan(const std::vector<std::string>& ptrs, const std::string& keep,
-                     const std::string& tile, const std::string& one, const std::string& scalar,
-                     int64_t vec, bool safe_tail, const std::string& indent) {
-  const size_t n = ptrs.size() + (keep.empty() ? 0 : 1);
-  std::string s;
-  std::string mask;
-  for (const auto& p : ptrs) mask += (mask.empty() ? "" : " | ") + std::string("(unsigned long long)") + p;
-  if (!keep.empty()) mask += " | (unsigned long long)" + keep;
+  std::string s =
+      cuda_text::fill(kHelpers, "load_scalar", {{"LOAD", streaming ? "__ldcs(p)" : "*p"}});
   if (vec == 4)
-    s += indent + "const bool aligned = ((" + mask + ") & 15) == 0;  // float4 needs 16 bytes\n" +
-         indent + "const long long nv = aligned ? len / kVec : 0;\n";
+    s += cuda_text::fill(kHelpers, "load_vec4",
+                         {{"LOAD4", streaming ? "__ldcs(reinterpret_cast<const float4*>(p) + j)"
+                                              : "reinterpret_cast<const float4*>(p)[j]"}});
   else
-    s += indent + "const long long nv = len;\n";
-  auto loads = [&](const std::string& idx, const std::string& dst) {
-    std::string r;
-    for (size_t i = 0; i < ptrs.size(); ++i)
-      r += fmt::format("kbrl_ldv({}, {}, v[{}]{}); ", ptrs[i], idx, i, dst);
-    if (!keep.empty()) r += fmt::format("kbrl_ldv_keep({}, {}, v[{}]{}); ", keep, idx, ptrs.size(), dst);
-    return r;
-  };
-  s += indent + "long long j = gi;\n" + indent +
-       "for (; j + (long long)(kItems - 1) * G < nv; j += (long long)kItems * G) {\n" + indent +
-       fmt::format("  float v[{}][kItems][kVec];\n", n) + "#pragma unroll\n" + indent +
-       "  for (int k = 0; k < kItems; ++k) { " + loads("j + k * G", "[k]") + "}\n" + tile + indent +
-       "}\n";
-  if (safe_tail) {
-    s += indent + "for (; j < nv; j += G) {  // the thread's last vectors (fewer than kItems)\n" +
-         indent + fmt::format("  float v[{}][kVec];\n", n) + indent + "  " + loads("j", "") + "\n" +
-         one + indent + "}\n";
-    std::string e;
-    for (size_t i = 0; i < ptrs.size(); ++i)
-      e += fmt::format("kbrl_ld({} + i){}", ptrs[i], i + 1 < n ? ", " : "");
-    if (!keep.empty()) e += "__ldg(" + keep + " + i)";
-    s += indent + "for (long long i = nv * kVec + gi; i < len; i += G) {  // scalar tail\n" + indent +
-         fmt::format("  const float e[{}] = {{{}}};\n", n, e) + scalar + indent + "}\n";
-  } else {
-    s += indent + "// tail=dropped (unsafe): the last partial step and the scalar tail are skipped.\n";
-  }
+    s += cuda_text::section(kHelpers, "load_vec1");
   return s;
 }
 
-/// `code` with two more spaces at the start of each line (preprocessor lines stay put).
-std::string indented(const std::string& code) {
-  std::string r;
-  bool at_start = true;
-  for (const char ch : code) {
-    if (at_start && ch != '#' && ch != '\n') r += "  ";
-    r += ch;
-    at_start = ch == '\n';
+/// The name of a kind's sections in loss_partial.cuh ("<kind>_partial", "_aligned", "_tail").
+std::string kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::flat: return "flat";
+    case Kind::cross_entropy: return "cross_entropy";
+    case Kind::triplet: return "triplet";
+    case Kind::hinge: return "hinge";
   }
-  return r;
+  throw InternalError("loss: unknown kind");
 }
 
-std::string group_setup(const std::string& variant) {
-  if (variant == "warp_per_row")
-    return "  // warp_per_row: each warp takes rows warp, warp + warps, ...\n"
-           "  const long long G = 32;\n"
-           "  const long long gi = threadIdx.x & 31;\n"
-           "  const long long group = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);\n"
-           "  const long long groups = (long long)gridDim.x * (blockDim.x >> 5);\n";
-  return "  // block_per_row: each block takes rows blockIdx.x, blockIdx.x + gridDim.x, ...\n"
-         "  const long long G = blockDim.x;\n"
-         "  const long long gi = threadIdx.x;\n"
-         "  const long long group = blockIdx.x;\n"
-         "  const long long groups = gridDim.x;\n";
+/// kbrl_loss_partial of the task's kind: the row scan's element count (vec), its tail (tail),
+/// and for the row-wise kinds the group of threads per row and the per-row reduction (variant).
+std::string partial_kernel(Kind kind, const Config& config) {
+  const std::string name = kind_name(kind);
+  const std::string indent = kind == Kind::flat ? "  " : "    ";  // the scan's depth
+  const std::string count = config.integer("vec") == 4
+                                ? cuda_text::section(kPartial, name + "_aligned")
+                                : cuda_text::fill(kPartial, "count_vec1", {{"INDENT", indent}});
+  const std::string tail = config.at("tail") == "safe"
+                               ? cuda_text::section(kPartial, name + "_tail")
+                               : cuda_text::fill(kPartial, "tail_dropped", {{"INDENT", indent}});
+  if (kind == Kind::flat)
+    return cuda_text::fill(kPartial, "flat_partial", {{"COUNT", count}, {"TAIL", tail}});
+  const bool block = config.at("variant") == "block_per_row";
+  const std::string group = cuda_text::section(kPartial, block ? "group_block" : "group_warp");
+  if (kind == Kind::hinge)
+    return cuda_text::fill(kPartial, "hinge_partial",
+                           {{"GROUP", group}, {"COUNT", count}, {"TAIL", tail}});
+  // cross_entropy, triplet: the row's state merged over the group (a warp or the block).
+  const std::string smem = block ? cuda_text::section(kPartial, name + "_block_smem") : "";
+  const std::string reduce =
+      cuda_text::section(kPartial, name + (block ? "_block_reduce" : "_warp_reduce"));
+  return cuda_text::fill(kPartial, name + "_partial",
+                         {{"ROW_SMEM", smem},
+                          {"GROUP", group},
+                          {"COUNT", count},
+                          {"TAIL", tail},
+                          {"ROW_REDUCE", reduce}});
 }
-
-/// The end of every partial kernel: the block's sum of the threads' running sums.
-const char* kPartialEnd =
-    "  const Acc total = kbrl_block_reduce(kbrl_run_out(run), (Acc)0, acc_smem, SumOp{});\n"
-    "  if (threadIdx.x == 0) part[blockIdx.x] = total;\n"
-    "}\n";
 
 std::string source_of(const TaskSpec& task, const LossTask& t, const Config& config) {
-  const int64_t vec = config.integer("vec");
-  const int64_t items = config.integer("items_per_thread");
   // Row-wise tasks have no cache_hint knob: their read-once rows always go through __ldcs.
   const bool streaming = !config.has("cache_hint") || config.at("cache_hint") == "streaming";
-  const bool dbl = config.at("accumulate") == "fp64";
   const bool half = config.at("precision") == "fp16_compute";
   const bool fast = config.has("fast_math") && config.at("fast_math") == "on";
-  const bool safe_tail = config.at("tail") == "safe";
-  const std::string variant = config.has("variant") ? config.at("variant") : "flat";
-
-  std::string s = fmt::format("// kbrl loss generator: task {} ({}): {}.\n// ", task.id, task.name,
-                              t.math);
+  std::string knobs;  // the knobs the source depends on
   for (const auto& [k, v] : config.entries())
-    if (k != "block" && k != "grid") s += k + "=" + v + " ";
-  s.back() = '\n';
-  s += "// Stage 1 (kbrl_loss_partial): one partial sum per block into scratch; stage 2\n"
-       "// (kbrl_loss_final): one block reduces the partials in a fixed order. No atomics.\n";
-  s += fmt::format("typedef {} Acc;  // accumulate={}\n", dbl ? "double" : "float",
-                   config.at("accumulate"));
-  s += fmt::format("constexpr int kVec = {};\nconstexpr int kItems = {};\n", vec, items);
+    if (k != "block" && k != "grid") knobs += (knobs.empty() ? "" : " ") + k + "=" + v;
+  std::string s = cuda_text::fill(kHelpers, "unit_header",
+                                  {{"TASK", std::to_string(task.id)},
+                                   {"NAME", task.name},
+                                   {"MATH", t.math},
+                                   {"KNOBS", knobs}});
+  s += fmt::format("typedef {} Acc;  // accumulate={}\n",
+                   config.at("accumulate") == "fp64" ? "double" : "float", config.at("accumulate"));
+  s += fmt::format("constexpr int kVec = {};\nconstexpr int kItems = {};\n", config.at("vec"),
+                   config.at("items_per_thread"));
   s += math_helpers(t.kind, half, fast);
-  s += load_helpers(vec, streaming);
-  s += reduce_helpers();
-  const std::string tile_sum =
-      "    float s = 0.0f;\n"
-      "#pragma unroll\n"
-      "    for (int k = 0; k < kItems; ++k)\n"
-      "#pragma unroll\n"
-      "      for (int c = 0; c < kVec; ++c) s += kbrl_term(v[0][k][c], v[1][k][c]);\n"
-      "    run = kbrl_run_add(run, s);\n";
-  const std::string one_sum =
-      "    float s = 0.0f;\n"
-      "#pragma unroll\n"
-      "    for (int c = 0; c < kVec; ++c) s += kbrl_term(v[0][c], v[1][c]);\n"
-      "    run = kbrl_run_add(run, s);\n";
-  const std::string scalar_sum = "    run = kbrl_run_add(run, kbrl_term(e[0], e[1]));\n";
-
-  switch (t.kind) {
-    case Kind::flat: {
-      s += "\n" + term_of(task.id);
-      s += "\n// The whole grid is one group streaming x and y (n elements each), grid-stride.\n"
-           "extern \"C\" __global__ void kbrl_loss_partial(const float* __restrict__ x, "
-           "const float* __restrict__ y, Acc* __restrict__ part, long long len) {\n"
-           "  __shared__ Acc acc_smem[32];\n"
-           "  const long long G = (long long)gridDim.x * blockDim.x;\n"
-           "  const long long gi = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
-           "  Run run = kbrl_run_zero();\n";
-      s += row_scan({"x", "y"}, "", tile_sum, one_sum, scalar_sum, vec, safe_tail, "  ");
-      s += kPartialEnd;
-      break;
-    }
-    case Kind::hinge: {
-      s += "\n" + term_of(task.id);
-      s += "\n// Row r of predictions (cols elements) against targets[0..cols): column j uses t[j].\n"
-           "extern \"C\" __global__ void kbrl_loss_partial(const float* __restrict__ x, "
-           "const float* __restrict__ t, Acc* __restrict__ part, long long rows, long long cols) {\n"
-           "  __shared__ Acc acc_smem[32];\n";
-      s += group_setup(variant);
-      s += "  Run run = kbrl_run_zero();\n"
-           "  const long long len = cols;\n"
-           "  for (long long row = group; row < rows; row += groups) {\n"
-           "    const float* __restrict__ in = x + row * cols;\n";
-      s += row_scan({"in"}, "t", indented(tile_sum), indented(one_sum), indented(scalar_sum), vec,
-                    safe_tail, "    ");
-      s += "  }\n";
-      s += kPartialEnd;
-      break;
-    }
-    case Kind::cross_entropy: {
-      s += max_sum_helpers();
-      const std::string tile =
-          "      float lm = KBRL_NEG_INF;  // the step's maximum, then one rescale\n"
-          "#pragma unroll\n"
-          "      for (int k = 0; k < kItems; ++k)\n"
-          "#pragma unroll\n"
-          "        for (int c = 0; c < kVec; ++c) lm = kbrl_max(lm, v[0][k][c]);\n"
-          "      if (lm > st.m) {\n"
-          "        st.s *= k_exp(st.m - lm);  // exp(-inf) = 0 for the first step\n"
-          "        st.m = lm;\n"
-          "      }\n"
-          "#pragma unroll\n"
-          "      for (int k = 0; k < kItems; ++k)\n"
-          "#pragma unroll\n"
-          "        for (int c = 0; c < kVec; ++c)\n"
-          "          if (v[0][k][c] != KBRL_NEG_INF) st.s += k_exp(v[0][k][c] - st.m);  // -inf adds 0\n";
-      const std::string one =
-          "#pragma unroll\n"
-          "      for (int c = 0; c < kVec; ++c) kbrl_add(st, v[0][c]);\n";
-      const std::string scalar = "      kbrl_add(st, e[0]);\n";
-      s += "\n// log_softmax over each row then nll_loss (mean over rows): the row's online (max, sum\n"
-           "// of exp) per thread, merged over its group; the group's first thread adds the row's\n"
-           "// loss -((x[target] - max) - log(sum)) to its running sum.\n"
-           "extern \"C\" __global__ void kbrl_loss_partial(const float* __restrict__ x, "
-           "const long long* __restrict__ target, Acc* __restrict__ part, long long rows, "
-           "long long cols) {\n"
-           "  __shared__ Acc acc_smem[32];\n";
-      if (variant == "block_per_row") s += "  __shared__ MaxSum ms_smem[32];\n";
-      s += group_setup(variant);
-      s += "  Run run = kbrl_run_zero();\n"
-           "  const long long len = cols;\n"
-           "  for (long long row = group; row < rows; row += groups) {\n"
-           "    const float* __restrict__ in = x + row * cols;\n"
-           "    float xt = 0.0f;  // x[row, target[row]], loaded early by the group's first thread\n"
-           "    bool valid = false;\n"
-           "    if (gi == 0) {\n"
-           "      const long long c = target[row];\n"
-           "      valid = c >= 0 && c < cols;  // torch raises on an out-of-range class; NaN here\n"
-           "      if (valid) xt = in[c];\n"
-           "    }\n"
-           "    MaxSum st = {KBRL_NEG_INF, 0.0f};\n";
-      s += row_scan({"in"}, "", tile, one, scalar, vec, safe_tail, "    ");
-      if (variant == "block_per_row")
-        s += "    st = kbrl_block_reduce(st, MaxSum{KBRL_NEG_INF, 0.0f}, ms_smem, MergeOp{});\n";
-      else
-        s += "    st = kbrl_warp_reduce(st, MergeOp{});\n";
-      s += "    if (gi == 0) {\n"
-           "      const float loss = valid ? -((xt - st.m) - k_log(st.s)) : __int_as_float(0x7fc00000);\n"
-           "      run = kbrl_run_add(run, loss);\n"
-           "    }\n"
-           "  }\n";
-      s += kPartialEnd;
-      break;
-    }
-    case Kind::triplet: {
-      s += kPairHelpers;
-      const std::string tile =
-          "#pragma unroll\n"
-          "      for (int k = 0; k < kItems; ++k)\n"
-          "#pragma unroll\n"
-          "        for (int c = 0; c < kVec; ++c) {\n"
-          "          st.p += k_sq((v[0][k][c] - v[1][k][c]) + kEps);\n"
-          "          st.n += k_sq((v[0][k][c] - v[2][k][c]) + kEps);\n"
-          "        }\n";
-      const std::string one =
-          "#pragma unroll\n"
-          "      for (int c = 0; c < kVec; ++c) {\n"
-          "        st.p += k_sq((v[0][c] - v[1][c]) + kEps);\n"
-          "        st.n += k_sq((v[0][c] - v[2][c]) + kEps);\n"
-          "      }\n";
-      const std::string scalar =
-          "      st.p += k_sq((e[0] - e[1]) + kEps);\n"
-          "      st.n += k_sq((e[0] - e[2]) + kEps);\n";
-      s += "\n// pairwise_distance(x1, x2) = ||x1 - x2 + eps||_2 per row (torch: eps added to the\n"
-           "// difference), loss = clamp_min(margin + d(a, p) - d(a, n), 0), mean over rows.\n"
-           "constexpr float kMargin = 1.0f;\n"
-           "constexpr float kEps = 1e-6f;\n"
-           "extern \"C\" __global__ void kbrl_loss_partial(const float* __restrict__ a, "
-           "const float* __restrict__ p, const float* __restrict__ n, Acc* __restrict__ part, "
-           "long long rows, long long cols) {\n"
-           "  __shared__ Acc acc_smem[32];\n";
-      if (variant == "block_per_row") s += "  __shared__ Pair pair_smem[32];\n";
-      s += group_setup(variant);
-      s += "  Run run = kbrl_run_zero();\n"
-           "  const long long len = cols;\n"
-           "  for (long long row = group; row < rows; row += groups) {\n"
-           "    const float* __restrict__ ra = a + row * cols;\n"
-           "    const float* __restrict__ rp = p + row * cols;\n"
-           "    const float* __restrict__ rn = n + row * cols;\n"
-           "    Pair st = {0.0f, 0.0f};\n";
-      s += row_scan({"ra", "rp", "rn"}, "", tile, one, scalar, vec, safe_tail, "    ");
-      if (variant == "block_per_row")
-        s += "    st = kbrl_block_reduce(st, Pair{0.0f, 0.0f}, pair_smem, PairSumOp{});\n";
-      else
-        s += "    st = kbrl_warp_reduce(st, PairSumOp{});\n";
-      s += "    if (gi == 0) {\n"
-           "      const float v = kMargin + k_sqrt(st.p) - k_sqrt(st.n);\n"
-           "      run = kbrl_run_add(run, v < 0.0f ? 0.0f : v);  // clamp_min(., 0); NaN stays NaN\n"
-           "    }\n"
-           "  }\n";
-      s += kPartialEnd;
-      break;
-    }
-  }
+  s += load_helpers(config.integer("vec"), streaming);
+  s += cuda_text::fill(kHelpers, "reduce",
+                       {{"BLOCK_REDUCE", block_reduce_helper(WarpStep::warp_reduce_call)}});
+  if (t.kind == Kind::flat || t.kind == Kind::hinge)
+    s += cuda_text::section(kHelpers, "term_" + std::to_string(task.id));
+  else if (t.kind == Kind::cross_entropy)
+    s += cuda_text::fill(kHelpers, "cross_entropy_state", {{"MAX_SUM_STATE", max_sum_state()}});
+  else
+    s += cuda_text::section(kHelpers, "triplet_state");
+  s += partial_kernel(t.kind, config);
   return s;
 }
 

@@ -45,7 +45,9 @@
 // The source depends on the task, variant, vec, items_per_thread, cache_hint, accumulate,
 // precision, fast_math and tail; never on block, grid or the shapes (passed as i64 arguments), so
 // both scales share compile units: 40 (94, 96), 50 (98, 95, 99), 40 (100), 270 in all.
-#include "../generator.h"
+// Device code: cuda/loss.cuh (the math, load and reduction helpers, kbrl_loss_final, the
+// per-element terms and row states) and cuda/loss_partial.cuh (kbrl_loss_partial per kind).
+#include <kernels/generator.h>
 
 namespace kbrl {
 

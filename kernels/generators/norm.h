@@ -40,9 +40,11 @@
 // alike, sum of |x|), its affine (none, per channel, element-wise), cache_hint, precision and
 // fast_math; variant, block, vec and items_per_thread only change the launches (all kernels are
 // in every unit; vec is an i32 argument choosing the float4 path), shapes are i64 arguments.
-// For 36 it depends on variant, vec, unroll, cache_hint,
-// precision and fast_math.
-#include "../generator.h"
+// For 36 it depends on variant, vec, unroll, cache_hint, precision and fast_math.
+// Files: norm.cpp (the planar tasks, and the Generator, which hands task 36 to rms_norm.cpp),
+// norm_internal.h (what both halves share); the device code in cuda/norm_planar_math.cuh,
+// cuda/norm_planar_kernels.cuh (planar) and cuda/rms_norm.cuh (36).
+#include <kernels/generator.h>
 
 namespace kbrl {
 

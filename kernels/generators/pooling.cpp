@@ -6,11 +6,14 @@
 
 #include <kbrl/error.h>
 
+#include "cuda_text.h"
 #include "device_snippets.h"
 #include "family_common.h"
 
 namespace kbrl {
 namespace {
+
+constexpr std::string_view kFile = "pooling.cuh";  // the device code
 
 /// One task's pooling: the window is the same along every spatial dimension.
 struct PoolOp {
@@ -83,253 +86,58 @@ std::array<int64_t, 3> dhw(const std::vector<int64_t>& shape) {
   return r;
 }
 
+/// The window's constants, the accumulator, the padding value and divisor, and kbrl_div.
 std::string prelude(const PoolOp& op, bool half, bool fast) {
-  std::string s;
-  if (half) s += "#include <cuda_fp16.h>\n";
-  s += "\n#define KBRL_NEG_INF (__int_as_float(0xff800000))\n";
+  std::string s = half ? cuda_text::section(kFile, "fp16_include") : std::string();
+  s += cuda_text::section(kFile, "neg_inf");
   for (int a = 0; a < 3; ++a) {
     const Axis x = axis(op, a);
-    const char* n = a == 0 ? "D" : a == 1 ? "H" : "W";
-    s += fmt::format("constexpr int K{0} = {1}, S{0} = {2}, P{0} = {3}, L{0} = {4};  // kernel, stride, "
-                     "padding, dilation\n",
-                     n, x.k, x.s, x.p, x.d);
+    s += cuda_text::fill(kFile, "axis",
+                         {{"A", a == 0 ? "D" : a == 1 ? "H" : "W"}, {"K", std::to_string(x.k)},
+                          {"S", std::to_string(x.s)}, {"P", std::to_string(x.p)},
+                          {"L", std::to_string(x.d)}});
   }
-  if (half) {
-    s += "// precision=fp16_compute (unsafe): the reduction runs on __half values.\n"
-         "typedef __half acc_t;\n";
-    if (op.is_max)
-      s += "__device__ __forceinline__ acc_t acc_init() { return __ushort_as_half((unsigned short)0xfc00u); }\n"
-           "__device__ __forceinline__ void acc_add(acc_t& a, float v) {\n"
-           "  const __half h = __float2half(v);\n"
-           "  if (__hgt(h, a) || __hisnan(h)) a = h;\n"
-           "}\n"
-           "__device__ __forceinline__ float acc_finish(acc_t a, float) { return __half2float(a); }\n";
-    else
-      s += "__device__ __forceinline__ acc_t acc_init() { return __float2half(0.0f); }\n"
-           "__device__ __forceinline__ void acc_add(acc_t& a, float v) { a = __hadd(a, __float2half(v)); }\n"
-           "__device__ __forceinline__ float acc_finish(acc_t a, float div) { return __half2float(a) / div; }\n";
-  } else {
-    s += "typedef float acc_t;\n";
-    if (op.is_max)
-      s += "__device__ __forceinline__ acc_t acc_init() { return KBRL_NEG_INF; }\n"
-           "// torch's rule: the first of equal values stays, a NaN replaces the maximum and stays.\n"
-           "__device__ __forceinline__ void acc_add(acc_t& a, float v) { if (v > a || v != v) a = v; }\n"
-           "__device__ __forceinline__ float acc_finish(acc_t a, float) { return a; }\n";
-    else if (fast)
-      s += "// fast_math=on (unsafe): __fdividef, and the whole unit under --use_fast_math.\n"
-           "__device__ __forceinline__ acc_t acc_init() { return 0.0f; }\n"
-           "__device__ __forceinline__ void acc_add(acc_t& a, float v) { a += v; }\n"
-           "__device__ __forceinline__ float acc_finish(acc_t a, float div) { return __fdividef(a, div); }\n";
-    else
-      s += "__device__ __forceinline__ acc_t acc_init() { return 0.0f; }\n"
-           "__device__ __forceinline__ void acc_add(acc_t& a, float v) { a += v; }\n"
-           "__device__ __forceinline__ float acc_finish(acc_t a, float div) { return a / div; }\n";
-  }
-  // The value padding stands for in a staged region: the reduction's identity.
-  s += fmt::format("#define KBRL_PAD_VALUE {}\n", op.is_max ? "KBRL_NEG_INF" : "0.0f");
-  if (op.is_max) {
-    s += "__device__ __forceinline__ float pool_divisor(long long, long long, long long, long long, "
-         "long long, long long) { return 1.0f; }\n";
-  } else {
-    s += R"(
-// torch's count_include_pad divisor: the window clipped to the padded input, per axis.
-__device__ __forceinline__ long long axis_size(long long o, int k, int s, int p, long long n) {
-  const long long start = o * s - p;
-  const long long end = min(start + k, n + p);
-  return end - start;
-}
-__device__ __forceinline__ float pool_divisor(long long od, long long oh, long long ow, long long ID,
-                                              long long IH, long long IW) {
-  return (float)(axis_size(od, KD, SD, PD, ID) * axis_size(oh, KH, SH, PH, IH) *
-                 axis_size(ow, KW, SW, PW, IW));
-}
-)";
-  }
-  s += R"(
-// a / b with a 32-bit division when a fits (b always does).
-__device__ __forceinline__ unsigned long long kbrl_div(unsigned long long a, unsigned long long b) {
-  return (a >> 32) == 0 ? (unsigned long long)((unsigned)a / (unsigned)b) : a / b;
-}
-)";
+  const char* acc = half      ? (op.is_max ? "max_fp16" : "avg_fp16")
+                    : op.is_max ? "max_fp32"
+                    : fast      ? "avg_fp32_fast"
+                                : "avg_fp32";
+  s += cuda_text::section(kFile, acc);
+  // The value padding stands for in a staged region (the reduction's identity), and the divisor.
+  s += cuda_text::section(kFile, op.is_max ? "max_divisor" : "avg_divisor");
+  s += cuda_text::section(kFile, "index_div");
   return s;
 }
 
 std::string direct_kernel(const PoolOp& op, int64_t items, const std::string& hint,
                           bool safe_tail) {
-  std::string s = fmt::format("\nconstexpr int kItems = {};\n", items);
-  s += R"(
-// One output: its (plane, od, oh, ow) from the flat index, then the window in (d, h, w) order.
-__device__ __forceinline__ float pool_one(const float* __restrict__ x, unsigned long long e,
-                                          long long ID, long long IH, long long IW, long long OD,
-                                          long long OH, long long OW) {
-  unsigned long long q = kbrl_div(e, (unsigned long long)OW);
-  const long long ow = (long long)(e - q * (unsigned long long)OW);
-  long long oh = 0, od = 0;
-)";
-  if (op.nd >= 2)
-    s += "  { const unsigned long long r = kbrl_div(q, (unsigned long long)OH);\n"
-         "    oh = (long long)(q - r * (unsigned long long)OH); q = r; }\n";
-  if (op.nd >= 3)
-    s += "  { const unsigned long long r = kbrl_div(q, (unsigned long long)OD);\n"
-         "    od = (long long)(q - r * (unsigned long long)OD); q = r; }\n";
-  s += R"(  const float* __restrict__ xp = x + (long long)q * (ID * IH * IW);
-  const long long d0 = od * SD - PD, h0 = oh * SH - PH, w0 = ow * SW - PW;
-  acc_t acc = acc_init();
-#pragma unroll
-  for (int kd = 0; kd < KD; ++kd) {
-    const long long id = d0 + kd * LD;
-    if (id < 0 || id >= ID) continue;
-#pragma unroll
-    for (int kh = 0; kh < KH; ++kh) {
-      const long long ih = h0 + kh * LH;
-      if (ih < 0 || ih >= IH) continue;
-      const float* __restrict__ row = xp + (id * IH + ih) * IW;
-#pragma unroll
-      for (int kw = 0; kw < KW; ++kw) {
-        const long long iw = w0 + kw * LW;
-        if (iw >= 0 && iw < IW) acc_add(acc, row[iw]);
-      }
-    }
-  }
-  return acc_finish(acc, pool_divisor(od, oh, ow, ID, IH, IW));
-}
-
-extern "C" __global__ void kbrl_pool(const float* __restrict__ x, float* __restrict__ y,
-                                     long long planes, long long ID, long long IH, long long IW,
-                                     long long OD, long long OH, long long OW) {
-  const unsigned long long total = (unsigned long long)(planes * OD * OH * OW);
-  const unsigned long long tile = (unsigned long long)blockDim.x * kItems;
-  const unsigned long long stride = (unsigned long long)gridDim.x * tile;
-  for (unsigned long long base = (unsigned long long)blockIdx.x * tile; base < total; base += stride) {
-    if (base + tile <= total) {
-      float r[kItems];
-#pragma unroll
-      for (int k = 0; k < kItems; ++k)
-        r[k] = pool_one(x, base + (unsigned long long)k * blockDim.x + threadIdx.x, ID, IH, IW, OD, OH, OW);
-#pragma unroll
-      for (int k = 0; k < kItems; ++k)
-        )";
-  s += store_expr(hint, "y + base + (unsigned long long)k * blockDim.x + threadIdx.x", "r[k]");
-  s += ";\n    }";
-  if (safe_tail) {
-    s += " else {  // the last, partial tile\n"
-         "      for (unsigned long long e = base + threadIdx.x; e < total; e += blockDim.x)\n"
-         "        " + store_expr(hint, "y + e", "pool_one(x, e, ID, IH, IW, OD, OH, OW)") + ";\n"
-         "    }\n";
-  } else {
-    s += "  // tail=dropped: a partial last tile is never written\n";
-  }
-  s += "  }\n}\n";
+  std::string s = cuda_text::fill(kFile, "items", {{"ITEMS", std::to_string(items)}});
+  s += cuda_text::section(kFile, "direct_head");
+  if (op.nd >= 2) s += cuda_text::section(kFile, "direct_unflatten_h");
+  if (op.nd >= 3) s += cuda_text::section(kFile, "direct_unflatten_d");
+  s += cuda_text::fill(
+      kFile, "direct_body",
+      {{"STORE", store_expr(hint, "y + base + (unsigned long long)k * blockDim.x + threadIdx.x", "r[k]")}});
+  if (safe_tail)
+    s += cuda_text::fill(kFile, "direct_close_safe",
+                         {{"STORE", store_expr(hint, "y + e", "pool_one(x, e, ID, IH, IW, OD, OH, OW)")}});
+  else
+    s += cuda_text::section(kFile, "direct_close_dropped");
   return s;
 }
 
 std::string tile_kernel(const PoolOp& op, int64_t items, const std::string& hint,
                         bool safe_tail) {
-  std::string s = fmt::format("\nconstexpr int kItems = {};\n", items);
-  if (op.row_taps)
-    s += R"(
-// A block computes a TH x TW tile of outputs of one (plane, od) slice, TW = 2^tw_log2 and
-// TH = blockDim.x * kItems / TW. The windows do not overlap along h, so the tile's input is staged
-// one (depth, row) tap at a time: the TH input rows of that tap, RW wide (padding stored as the
-// identity), in shared memory; each thread reduces kItems outputs from it.
-)";
-  else
-    s += R"(
-// A block computes a TH x TW tile of outputs of one (plane, od) slice, TW = 2^tw_log2 and
-// TH = blockDim.x * kItems / TW. For each depth tap the input region of the tile (RH x RW, padding
-// stored as the identity) is staged in shared memory; each thread reduces kItems outputs from it.
-)";
-  s += R"(extern "C" __global__ void kbrl_pool_tile(const float* __restrict__ x, float* __restrict__ y,
-                                          long long planes, long long ID, long long IH, long long IW,
-                                          long long OD, long long OH, long long OW,
-                                          long long tw_log2) {
-  extern __shared__ float region[];
-  const int TW = 1 << tw_log2;
-  const int TH = (int)((blockDim.x * kItems) >> tw_log2);
-)";
-  s += op.row_taps ? "  const int RH = TH;\n" : "  const int RH = (TH - 1) * SH + (KH - 1) * LH + 1;\n";
-  s += R"(  const int RW = (TW - 1) * SW + (KW - 1) * LW + 1;
-  const int RN = RH * RW;
-  const long long tiles_w = (OW + TW - 1) >> tw_log2;
-  const long long tiles_h = (OH + TH - 1) / TH;
-  const long long tiles = planes * OD * tiles_h * tiles_w;
-  for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
-    long long r = t;
-    const long long tw_i = r % tiles_w;
-    r /= tiles_w;
-    const long long th_i = r % tiles_h;
-    r /= tiles_h;
-    const long long od = r % OD;
-    const long long plane = r / OD;
-    const long long oh0 = th_i * TH, ow0 = tw_i << tw_log2;
-)";
-  if (!safe_tail)
-    s += "    if (oh0 + TH > OH || ow0 + TW > OW) continue;  // tail=dropped: partial tiles are never written\n";
-  s += R"(    const long long ih0 = oh0 * SH - PH, iw0 = ow0 * SW - PW;
-    acc_t acc[kItems];
-#pragma unroll
-    for (int k = 0; k < kItems; ++k) acc[k] = acc_init();
-#pragma unroll
-    for (int kd = 0; kd < KD; ++kd) {
-      const long long id = od * SD - PD + kd * LD;
-      if (id < 0 || id >= ID) continue;  // the same for the whole block
-      const float* __restrict__ xp = x + (plane * ID + id) * IH * IW;
-)";
-  if (op.row_taps) {
-    s += R"(#pragma unroll 1
-      for (int kh = 0; kh < KH; ++kh) {
-        __syncthreads();  // the previous region is no longer read
-#pragma unroll 4
-        for (int i = threadIdx.x; i < RN; i += blockDim.x) {
-          const int rh = (int)((unsigned)i / (unsigned)RW);
-          const int rw = i - rh * RW;
-          const long long ih = ih0 + kh * LH + (long long)rh * SH, iw = iw0 + rw;
-          region[i] = (ih >= 0 && ih < IH && iw >= 0 && iw < IW) ? xp[ih * IW + iw] : KBRL_PAD_VALUE;
-        }
-        __syncthreads();
-#pragma unroll
-        for (int k = 0; k < kItems; ++k) {
-          const int q = threadIdx.x + k * blockDim.x;
-          const int th = q >> tw_log2, tw = q & (TW - 1);
-          const float* rp = region + th * RW + tw * SW;
-#pragma unroll
-          for (int kw = 0; kw < KW; ++kw) acc_add(acc[k], rp[kw * LW]);
-        }
-      }
-    }
-)";
-  } else {
-    s += R"(      __syncthreads();  // the previous region is no longer read
-#pragma unroll 4
-      for (int i = threadIdx.x; i < RN; i += blockDim.x) {
-        const int rh = (int)((unsigned)i / (unsigned)RW);
-        const int rw = i - rh * RW;
-        const long long ih = ih0 + rh, iw = iw0 + rw;
-        region[i] = (ih >= 0 && ih < IH && iw >= 0 && iw < IW) ? xp[ih * IW + iw] : KBRL_PAD_VALUE;
-      }
-      __syncthreads();
-#pragma unroll
-      for (int k = 0; k < kItems; ++k) {
-        const int q = threadIdx.x + k * blockDim.x;
-        const int th = q >> tw_log2, tw = q & (TW - 1);
-        const float* rp = region + th * SH * RW + tw * SW;
-#pragma unroll
-        for (int kh = 0; kh < KH; ++kh)
-#pragma unroll
-          for (int kw = 0; kw < KW; ++kw) acc_add(acc[k], rp[kh * LH * RW + kw * LW]);
-      }
-    }
-)";
-  }
-  s += R"(#pragma unroll
-    for (int k = 0; k < kItems; ++k) {
-      const int q = threadIdx.x + k * blockDim.x;
-      const long long oh = oh0 + (q >> tw_log2), ow = ow0 + (q & (TW - 1));
-      if (oh < OH && ow < OW)
-        )";
-  s += store_expr(hint, "y + ((plane * OD + od) * OH + oh) * OW + ow",
-             "acc_finish(acc[k], pool_divisor(od, oh, ow, ID, IH, IW))");
-  s += ";\n    }\n  }\n}\n";
+  std::string s = cuda_text::fill(kFile, "items", {{"ITEMS", std::to_string(items)}});
+  s += cuda_text::section(kFile, op.row_taps ? "tile_comment_rows" : "tile_comment_region");
+  s += cuda_text::section(kFile, "tile_head");
+  s += cuda_text::section(kFile, op.row_taps ? "tile_rh_rows" : "tile_rh_region");
+  s += cuda_text::section(kFile, "tile_loop");
+  if (!safe_tail) s += cuda_text::section(kFile, "tile_skip_partial");
+  s += cuda_text::section(kFile, "tile_accumulators");
+  s += cuda_text::section(kFile, op.row_taps ? "tile_stage_rows" : "tile_stage_region");
+  s += cuda_text::fill(kFile, "tile_store",
+                       {{"STORE", store_expr(hint, "y + ((plane * OD + od) * OH + oh) * OW + ow",
+                                             "acc_finish(acc[k], pool_divisor(od, oh, ow, ID, IH, IW))")}});
   return s;
 }
 
@@ -340,13 +148,16 @@ std::string source_of(const TaskSpec& task, const PoolOp& op, const Config& conf
   const bool half = config.at("precision") == "fp16_compute";
   const bool fast = config.at("fast_math") == "on";
   const bool safe_tail = config.at("tail") == "safe";
-  std::string s = fmt::format(
-      "// kbrl pooling generator: task {} ({}), {} pooling in {}-d: kernel {}, stride {}, padding "
-      "{}, dilation {}.\n"
-      "// variant={} items_per_thread={} cache_hint={} precision={} fast_math={} tail={}\n",
-      task.id, task.name, op.is_max ? "max" : "average", op.nd, op.kernel, op.stride, op.padding,
-      op.is_max ? op.dilation : 1, config.at("variant"), items, config.at("cache_hint"),
-      config.at("precision"), config.at("fast_math"), config.at("tail"));
+  std::string s = cuda_text::fill(
+      kFile, "header",
+      {{"TASK", std::to_string(task.id)}, {"NAME", task.name},
+       {"KIND", op.is_max ? "max" : "average"}, {"ND", std::to_string(op.nd)},
+       {"KERNEL", std::to_string(op.kernel)}, {"STRIDE", std::to_string(op.stride)},
+       {"PADDING", std::to_string(op.padding)},
+       {"DILATION", std::to_string(op.is_max ? op.dilation : 1)},
+       {"VARIANT", config.at("variant")}, {"ITEMS", std::to_string(items)}, {"HINT", hint},
+       {"PRECISION", config.at("precision")}, {"FAST_MATH", config.at("fast_math")},
+       {"TAIL", config.at("tail")}});
   s += prelude(op, half, fast);
   s += tile ? tile_kernel(op, items, hint, safe_tail) : direct_kernel(op, items, hint, safe_tail);
   return s;

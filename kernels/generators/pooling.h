@@ -37,7 +37,7 @@
 //
 // The source depends on the task, variant, items_per_thread, cache_hint, precision, fast_math and
 // tail; block and grid change only the launch (and smem_tile's dynamic shared memory size).
-#include "../generator.h"
+#include <kernels/generator.h>
 
 namespace kbrl {
 

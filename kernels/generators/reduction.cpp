@@ -5,11 +5,14 @@
 
 #include <kbrl/error.h>
 
+#include "cuda_text.h"
 #include "device_snippets.h"
 #include "family_common.h"
 
 namespace kbrl {
 namespace {
+
+constexpr std::string_view kFile = "reduction.cuh";  // the device code
 
 enum class Op { sum, max, min, argmax, argmin };
 
@@ -37,106 +40,37 @@ const ReductionTask& task_of(const TaskSpec& task) {
 bool is_arg(Op op) { return op == Op::argmax || op == Op::argmin; }
 bool is_sum(Op op) { return op == Op::sum; }
 
-// Helpers of the operation: for value ops Acc, k_init, k_add (Acc, float), k_out (Acc -> float),
-// k_merge (float, float); for arg ops k_better.
+/// The operation's helpers: for value ops Acc, k_init, k_add (Acc, float), k_out (Acc -> float),
+/// k_merge (float, float); for arg ops k_better.
 std::string helpers(Op op, bool half) {
   switch (op) {
-    case Op::sum:
-      if (half)
-        return "#include <cuda_fp16.h>\n\n"
-               "// precision=fp16_compute (unsafe): the running sums are __half.\n"
-               "typedef __half Acc;\n"
-               "__device__ __forceinline__ Acc k_init() { return __float2half(0.0f); }\n"
-               "__device__ __forceinline__ Acc k_add(Acc a, float v) { return __hadd(a, "
-               "__float2half(v)); }\n"
-               "__device__ __forceinline__ float k_out(Acc a) { return __half2float(a); }\n"
-               "__device__ __forceinline__ float k_merge(float a, float b) { return a + b; }\n";
-      return "typedef float Acc;  // fp32 accumulation\n"
-             "__device__ __forceinline__ Acc k_init() { return 0.0f; }\n"
-             "__device__ __forceinline__ Acc k_add(Acc a, float v) { return a + v; }\n"
-             "__device__ __forceinline__ float k_out(Acc a) { return a; }\n"
-             "__device__ __forceinline__ float k_merge(float a, float b) { return a + b; }\n";
-    case Op::max:
-    case Op::min: {
-      const char* cmp = op == Op::max ? ">" : "<";
-      return fmt::format(
-          "typedef float Acc;\n"
-          "// NaN propagates (as torch): once the running value is NaN it stays NaN.\n"
-          "__device__ __forceinline__ Acc k_init() {{ return {}; }}\n"
-          "__device__ __forceinline__ Acc k_add(Acc a, float v) {{ return (v {} a || v != v) ? v "
-          ": a; }}\n"
-          "__device__ __forceinline__ float k_out(Acc a) {{ return a; }}\n"
-          "__device__ __forceinline__ float k_merge(float a, float b) {{ return k_add(a, b); }}\n",
-          op == Op::max ? "__int_as_float(0xff800000)  /* -inf */" : "__int_as_float(0x7f800000)  /* +inf */", cmp);
-    }
-    case Op::argmax:
-    case Op::argmin:
-      return fmt::format(
-          "// Does (v, i) win over (bv, bi) in torch.{}'s order? bi < 0: nothing seen yet. NaN wins\n"
-          "// over any number (its first occurrence); ties go to the first index.\n"
-          "__device__ __forceinline__ bool k_better(float v, int i, float bv, int bi) {{\n"
-          "  if (i < 0) return false;\n"
-          "  if (bi < 0) return true;\n"
-          "  const bool nv = v != v, nb = bv != bv;\n"
-          "  if (nv || nb) return nv && (!nb || i < bi);\n"
-          "  if (v != bv) return v {} bv;\n"
-          "  return i < bi;\n"
-          "}}\n",
-          op == Op::argmax ? "argmax" : "argmin", op == Op::argmax ? ">" : "<");
+    case Op::sum: return cuda_text::section(kFile, half ? "sum_fp16" : "sum_fp32");
+    case Op::max: return cuda_text::section(kFile, "max_ops");
+    case Op::min: return cuda_text::section(kFile, "min_ops");
+    case Op::argmax: return cuda_text::fill(kFile, "arg_better", {{"OP", "argmax"}, {"CMP", ">"}});
+    case Op::argmin: return cuda_text::fill(kFile, "arg_better", {{"OP", "argmin"}, {"CMP", "<"}});
   }
   throw InternalError("unknown reduction op");
 }
 
-// The scan of one thread over rows r0, r0 + step, ... < r1 of column pointer p (x + b*R*K + k):
-// leaves `float part` (value ops) or `float best; int at` (arg ops).
-std::string scan(Op op, int64_t unroll, int64_t acc, const std::string& hint) {
+/// The scan of one thread over rows r0, r0 + step, ... < r1 of column pointer p (x + b*R*K + k),
+/// inside `if (k < K)`: leaves `float part` (value ops, its `accumulators` merged) or
+/// `float best; int at` (arg ops).
+std::string column_scan(Op op, int64_t accumulators, const std::string& hint) {
   const std::string ld = load_expr(hint, "p + r * K");
   const std::string ldu = load_expr(hint, "p + (r + u * step) * K");
-  std::string s;
-  if (is_arg(op)) {
-    s += "    long long r = r0;\n"
-         "    for (; r + (kUnroll - 1) * step < r1; r += kUnroll * step) {\n"
-         "      float v[kUnroll];\n"
-         "#pragma unroll\n"
-         "      for (int u = 0; u < kUnroll; ++u) v[u] = " + ldu + ";\n"
-         "#pragma unroll\n"
-         "      for (int u = 0; u < kUnroll; ++u) {\n"
-         "        const int i = (int)(r + u * step);\n"
-         "        if (k_better(v[u], i, best, at)) { best = v[u]; at = i; }\n"
-         "      }\n"
-         "    }\n"
-         "    for (; r < r1; r += step) {\n"
-         "      const float v = " + ld + ";\n"
-         "      if (k_better(v, (int)r, best, at)) { best = v; at = (int)r; }\n"
-         "    }\n";
-    return s;
-  }
-  s += "    Acc acc[kAcc];\n"
-       "#pragma unroll\n"
-       "    for (int a = 0; a < kAcc; ++a) acc[a] = k_init();\n"
-       "    long long r = r0;\n"
-       "    for (; r + (kUnroll - 1) * step < r1; r += kUnroll * step) {\n"
-       "      float v[kUnroll];\n"
-       "#pragma unroll\n"
-       "      for (int u = 0; u < kUnroll; ++u) v[u] = " + ldu + ";\n"
-       "#pragma unroll\n"
-       "      for (int u = 0; u < kUnroll; ++u) acc[u % kAcc] = k_add(acc[u % kAcc], v[u]);\n"
-       "    }\n"
-       "    for (; r < r1; r += step) acc[0] = k_add(acc[0], " + ld + ");\n";
-  if (acc == 1) s += "    part = k_out(acc[0]);\n";
-  if (acc == 2) s += "    part = k_merge(k_out(acc[0]), k_out(acc[1]));\n";
-  if (acc == 4)
-    s += "    part = k_merge(k_merge(k_out(acc[0]), k_out(acc[1])), "
-         "k_merge(k_out(acc[2]), k_out(acc[3])));\n";
-  (void)unroll;
-  return s;
+  if (is_arg(op)) return cuda_text::fill(kFile, "scan_arg", {{"LOAD_U", ldu}, {"LOAD", ld}});
+  KBRL_ASSERT(accumulators == 1 || accumulators == 2 || accumulators == 4,
+              "reduction: {} accumulators", accumulators);
+  const char* merge = accumulators == 4 ? "merge_4" : accumulators == 2 ? "merge_2" : "merge_1";
+  return cuda_text::fill(kFile, "scan_value",
+                         {{"LOAD_U", ldu}, {"LOAD", ld}, {"MERGE", cuda_text::section(kFile, merge)}});
 }
 
 std::string source_of(const ReductionTask& t, const Config& config) {
   const Op op = t.op;
   const bool arg = is_arg(op);
   const std::string variant = config.at("variant");
-  const int64_t unroll = config.integer("unroll");
   const int64_t acc = config.has("accumulators") ? config.integer("accumulators") : 1;
   const std::string hint = config.at("cache_hint");
   const bool half = config.has("precision") && config.at("precision") == "fp16_compute";
@@ -147,102 +81,31 @@ std::string source_of(const ReductionTask& t, const Config& config) {
                         : op == Op::argmax ? "argmax (int64)"
                                            : "argmin (int64)";
 
-  std::string s = fmt::format(
-      "// kbrl reduction generator: {} over dim 1 of x:[B,R,K] (K contiguous).\n"
-      "// variant={} unroll={} accumulators={} cache_hint={} precision={} tail={}\n"
-      "// blockDim = (columns, row slices); gridDim.x covers K by blockDim.x columns.\n",
-      op_name, variant, unroll, acc, hint, half ? "fp16_compute" : "fp32",
-      dropped ? "dropped" : "safe");
+  std::string s = cuda_text::fill(
+      kFile, "header",
+      {{"OP", op_name}, {"VARIANT", variant}, {"UNROLL", config.at("unroll")},
+       {"ACC", std::to_string(acc)}, {"HINT", hint}, {"PRECISION", half ? "fp16_compute" : "fp32"},
+       {"TAIL", dropped ? "dropped" : "safe"}});
   s += helpers(op, half);
-  s += fmt::format("constexpr int kUnroll = {};\nconstexpr int kAcc = {};\n\n", unroll, acc);
+  s += cuda_text::fill(kFile, "constants",
+                       {{"UNROLL", config.at("unroll")}, {"ACC", std::to_string(acc)}});
 
+  // The main kernel: its outputs are the partials (two_kernel) or y.
   const bool two = variant == "two_kernel";
-  const bool slices = variant != "column_per_thread";
-  const std::string out_t = arg ? "long long" : "float";
-  // The main kernel.
-  s += "extern \"C\" __global__ void kbrl_reduce(const float* __restrict__ x, ";
-  if (two)
-    s += arg ? "float* __restrict__ part_value, int* __restrict__ part_index, "
-             : "float* __restrict__ part_value, ";
-  else
-    s += out_t + "* __restrict__ y, ";
-  s += "long long R, long long K";
-  if (!two && !arg) s += ", float scale";
-  s += ") {\n";
-  if (dropped)
-    s += "  // tail=dropped (unsafe): the last partial group of columns is never written.\n"
-         "  if ((long long)(blockIdx.x + 1) * blockDim.x > K) return;\n";
-  s += "  const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n";
-  s += two ? "  const long long b = blockIdx.z;\n"
-             "  const long long chunk = (R + gridDim.y - 1) / gridDim.y;\n"
-             "  const long long r0 = (long long)blockIdx.y * chunk + threadIdx.y;\n"
-             "  const long long r1 = R < (long long)(blockIdx.y + 1) * chunk ? R : "
-             "(long long)(blockIdx.y + 1) * chunk;\n"
-           : "  const long long b = blockIdx.y;\n"
-             "  const long long r0 = threadIdx.y;\n"
-             "  const long long r1 = R;\n";
-  s += "  const long long step = blockDim.y;\n";
-  s += arg ? "  float best = 0.0f;\n  int at = -1;\n" : "  float part = 0.0f;\n";
-  s += "  if (k < K) {\n"
-       "    const float* p = x + b * R * K + k;\n";
-  s += scan(op, unroll, acc, hint);
-  s += "  }\n";
-  if (slices) {
-    s += "  // Combine the row slices in shared memory, in slice order.\n"
-         "  extern __shared__ float sh_value[];\n";
-    if (arg) s += "  int* sh_index = reinterpret_cast<int*>(sh_value + blockDim.x * blockDim.y);\n";
-    s += "  sh_value[threadIdx.y * blockDim.x + threadIdx.x] = " + std::string(arg ? "best" : "part") +
-         ";\n";
-    if (arg) s += "  sh_index[threadIdx.y * blockDim.x + threadIdx.x] = at;\n";
-    s += "  __syncthreads();\n"
-         "  if (threadIdx.y != 0) return;\n"
-         "  for (unsigned int t = 1; t < blockDim.y; ++t) {\n";
-    if (arg)
-      s += "    const float v = sh_value[t * blockDim.x + threadIdx.x];\n"
-           "    const int i = sh_index[t * blockDim.x + threadIdx.x];\n"
-           "    if (k_better(v, i, best, at)) { best = v; at = i; }\n";
-    else
-      s += "    part = k_merge(part, sh_value[t * blockDim.x + threadIdx.x]);\n";
-    s += "  }\n";
-  }
-  s += "  if (k >= K) return;\n";
-  if (two) {
-    s += "  const long long slot = (b * gridDim.y + blockIdx.y) * K + k;\n";
-    s += arg ? "  part_value[slot] = best;\n  part_index[slot] = at;\n"
-             : "  part_value[slot] = part;\n";
-  } else {
-    s += arg ? "  y[b * K + k] = (long long)at;\n" : "  y[b * K + k] = part * scale;\n";
-  }
-  s += "}\n";
+  s += cuda_text::section(kFile, two ? (arg ? "reduce_head_partials_arg" : "reduce_head_partials")
+                                     : (arg ? "reduce_head_arg" : "reduce_head"));
+  if (dropped) s += cuda_text::section(kFile, "tail_dropped");
+  s += cuda_text::section(kFile, two ? "rows_chunked" : "rows_all");
+  s += column_scan(op, acc, hint);
+  if (variant != "column_per_thread") s += cuda_text::section(kFile, arg ? "slices_arg" : "slices_value");
+  s += cuda_text::section(kFile, two ? (arg ? "store_partials_arg" : "store_partials")
+                                     : (arg ? "store_arg" : "store_value"));
+  if (!two) return s;
 
-  if (two) {
-    s += "\n// The combine launch: one thread per output element, row chunks in ascending order.\n"
-         "extern \"C\" __global__ void kbrl_reduce_combine(const float* __restrict__ part_value, ";
-    if (arg) s += "const int* __restrict__ part_index, ";
-    s += out_t + "* __restrict__ y, long long K, long long n, long long splits";
-    if (!arg) s += ", float scale";
-    s += ") {\n"
-         "  const long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
-         "  if (o >= n) return;\n"
-         "  const long long b = o / K, k = o - b * K;\n";
-    if (dropped)
-      s += fmt::format("  if (k >= K / {0} * {0}) return;  // tail=dropped, as the partials\n",
-                       config.at("cols_per_block"));
-    if (arg)
-      s += "  float best = 0.0f;\n  int at = -1;\n"
-           "  for (long long c = 0; c < splits; ++c) {\n"
-           "    const long long slot = (b * splits + c) * K + k;\n"
-           "    if (k_better(part_value[slot], part_index[slot], best, at)) {\n"
-           "      best = part_value[slot];\n      at = part_index[slot];\n    }\n"
-           "  }\n"
-           "  y[o] = (long long)at;\n";
-    else
-      s += "  float total = part_value[b * splits * K + k];\n"
-           "  for (long long c = 1; c < splits; ++c) total = k_merge(total, part_value[(b * splits "
-           "+ c) * K + k]);\n"
-           "  y[o] = total * scale;\n";
-    s += "}\n";
-  }
+  // two_kernel's combine launch.
+  s += cuda_text::section(kFile, arg ? "combine_head_arg" : "combine_head");
+  if (dropped) s += cuda_text::fill(kFile, "combine_dropped", {{"COLS", config.at("cols_per_block")}});
+  s += cuda_text::section(kFile, arg ? "combine_arg" : "combine_value");
   return s;
 }
 

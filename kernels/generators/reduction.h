@@ -27,7 +27,7 @@
 // operation (sum and mean share it: mean passes scale = 1/R); block, cols_per_block and
 // row_splits only change the launch (blockDim, gridDim and dynamic shared memory), except that
 // tail=dropped with two_kernel names cols_per_block in the combine kernel.
-#include "../generator.h"
+#include <kernels/generator.h>
 
 namespace kbrl {
 

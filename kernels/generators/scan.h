@@ -30,7 +30,7 @@
 //
 // The source depends on the task, variant, items_per_thread, vec, cache_hint, precision and tail;
 // block only changes the launch, and the shapes are kernel arguments (both scales share units).
-#include "../generator.h"
+#include <kernels/generator.h>
 
 namespace kbrl {
 

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 
 #include <kbrl/error.h>
 
+#include "cuda_text.h"
 #include "device_snippets.h"
 #include "family_common.h"
 
@@ -23,100 +25,66 @@ void check_task(const TaskSpec& task) {
                    "task {}: the softmax generator expects y = f(x) over a 2-d x", task.id);
 }
 
+/// Text of softmax.cuh's section `name`.
+const std::string& part(std::string_view name) { return cuda_text::section("softmax.cuh", name); }
+
 std::string prelude(bool half, bool fast) {
   std::string s;
   FloatMath math = FloatMath::exact;
   if (half) {
-    s += "#include <cuda_fp16.h>\n\n"
-         "// precision=fp16_compute (unsafe): exp(x - max) is evaluated in __half; sums stay fp32.\n";
+    s += part("fp16_compute_note");
     math = FloatMath::half_exp;
   } else if (fast) {
-    s += kFastMathNote;
+    s += fast_math_note();
     math = FloatMath::fast;
   }
   s += k_exp_helper(math, "d") + k_log_helper(math) + k_div_helper(math);
-  s += R"(
-#define KBRL_NEG_INF (__int_as_float(0xff800000))
-
-// A running softmax state: the maximum seen and the sum of exp(v - max) over the values seen.
-)";
+  s += part("neg_inf");
   s += max_sum_state();
-  s += R"(
-__device__ __forceinline__ MaxSum kbrl_merge(MaxSum a, MaxSum b) {
-  const float m = kbrl_max(a.m, b.m);
-  if (m == KBRL_NEG_INF) return MaxSum{m, a.s + b.s};  // both empty
-  return MaxSum{m, a.s * k_exp(a.m - m) + b.s * k_exp(b.m - m)};
-}
-
-struct MergeOp {
-  __device__ MaxSum operator()(MaxSum a, MaxSum b) const { return kbrl_merge(a, b); }
-};
-struct MaxOp {
-  __device__ float operator()(float a, float b) const { return kbrl_max(a, b); }
-};
-struct SumOp {
-  __device__ float operator()(float a, float b) const { return a + b; }
-};
-
-__device__ __forceinline__ float kbrl_shfl(float v, int o) {
-  return __shfl_xor_sync(0xffffffffu, v, o);
-}
-__device__ __forceinline__ MaxSum kbrl_shfl(MaxSum v, int o) {
-  return MaxSum{__shfl_xor_sync(0xffffffffu, v.m, o), __shfl_xor_sync(0xffffffffu, v.s, o)};
-}
-
-)";
+  s += part("merge_ops");
   s += block_reduce_helper(WarpStep::shuffle_loop);
   return s;
 }
 
-/// A read-only pass over the row: `body` runs for each element, named `v`. With `fill`, the
-/// cached prefix of the row is stored in shared memory.
-std::string read_pass(bool vec4, bool fill, const std::string& body) {
+/// Where a loop's scalar part starts: after the float4 part (vec=4), or at 0.
+std::string scalar_start(bool vec4) { return vec4 ? "4 * nv" : "0"; }
+
+/// A read-only pass over the row running softmax.cuh's `body` (body_max, body_sum or
+/// body_online) for each element, named `v`. With `fill`, the cached prefix of the row is stored
+/// in shared memory.
+std::string read_pass(bool vec4, bool fill, std::string_view body) {
   std::string s;
   if (vec4) {
-    s += "    for (long long j = threadIdx.x; j < nv; j += blockDim.x) {\n"
-         "      const float4 q = reinterpret_cast<const float4*>(in)[j];\n";
-    if (fill) s += "      if (4 * j + 4 <= kCache) reinterpret_cast<float4*>(cache)[j] = q;\n";
-    for (const char* c : {"x", "y", "z", "w"})
-      s += fmt::format("      {{ const float v = q.{}; {} }}\n", c, body);
-    s += "    }\n";
+    s += part("read_vec4_begin");
+    if (fill) s += part("read_vec4_fill");
+    s += cuda_text::fill("softmax.cuh", "read_vec4_body", {{"BODY", part(body)}});
   }
-  s += std::string("    for (long long i = ") + (vec4 ? "4 * nv" : "0") +
-       " + threadIdx.x; i < cols; i += blockDim.x) {\n"
-       "      const float v = in[i];\n";
-  if (fill) s += "      if (i < kCache) cache[i] = v;\n";
-  s += "      " + body + "\n    }\n";
+  s += cuda_text::fill("softmax.cuh", "read_scalar_begin", {{"FIRST", scalar_start(vec4)}});
+  if (fill) s += part("read_scalar_fill");
+  s += cuda_text::fill("softmax.cuh", "read_scalar_body", {{"BODY", part(body)}});
   return s;
 }
 
-/// The normalizing pass: y = f(x) with f written over `v` in `fn`.
-std::string write_pass(bool vec4, bool cached, const std::string& hint, const std::string& fn) {
-  auto f = [&](const std::string& v) {
-    std::string r = fn;
-    replace_all(r, "$v", v);
-    return r;
-  };
+/// The normalizing pass: y = f(x), f being softmax.cuh's `fn` (fn_softmax or fn_log_softmax),
+/// with loads and stores under the cache hint.
+std::string write_pass(bool vec4, bool cached, const std::string& hint, std::string_view fn) {
+  auto f = [&](const std::string& v) { return cuda_text::fill("softmax.cuh", fn, {{"V", v}}); };
   std::string s;
   if (vec4) {
-    s += "    for (long long j = threadIdx.x; j < nv; j += blockDim.x) {\n";
+    s += part("write_vec4_begin");
     const std::string gl = load_expr(hint, "reinterpret_cast<const float4*>(in) + j");
-    if (cached)
-      s += "      float4 q = 4 * j + 4 <= kCache ? reinterpret_cast<const float4*>(cache)[j] : " +
-           gl + ";\n";
-    else
-      s += "      float4 q = " + gl + ";\n";
-    for (const char* c : {"x", "y", "z", "w"})
-      s += fmt::format("      q.{} = {};\n", c, f(std::string("q.") + c));
-    s += "      " + store_expr(hint, "reinterpret_cast<float4*>(out) + j", "q") + ";\n    }\n";
+    s += cuda_text::fill("softmax.cuh", cached ? "write_vec4_load_cached" : "write_vec4_load",
+                         {{"LOAD", gl}});
+    s += cuda_text::fill(
+        "softmax.cuh", "write_vec4_end",
+        {{"FX", f("q.x")}, {"FY", f("q.y")}, {"FZ", f("q.z")}, {"FW", f("q.w")},
+         {"STORE", store_expr(hint, "reinterpret_cast<float4*>(out) + j", "q")}});
   }
-  s += std::string("    for (long long i = ") + (vec4 ? "4 * nv" : "0") +
-       " + threadIdx.x; i < cols; i += blockDim.x) {\n";
-  if (cached)
-    s += "      const float v = i < kCache ? cache[i] : " + load_expr(hint, "in + i") + ";\n";
-  else
-    s += "      const float v = " + load_expr(hint, "in + i") + ";\n";
-  s += "      " + store_expr(hint, "out + i", f("v")) + ";\n    }\n";
+  s += cuda_text::fill("softmax.cuh", "write_scalar_begin", {{"FIRST", scalar_start(vec4)}});
+  s += cuda_text::fill("softmax.cuh", cached ? "write_scalar_load_cached" : "write_scalar_load",
+                       {{"LOAD", load_expr(hint, "in + i")}});
+  s += cuda_text::fill("softmax.cuh", "write_scalar_end",
+                       {{"STORE", store_expr(hint, "out + i", f("v"))}});
   return s;
 }
 
@@ -127,61 +95,41 @@ std::string source_of(const TaskSpec& task, const Config& config) {
   const bool half = config.at("precision") == "fp16_compute";
   const bool fast = config.at("fast_math") == "on";
   const bool cached = variant == "block_per_row_cached";
+  const bool three_pass = variant == "three_pass";
   const bool log = is_log(task.id);
   const int64_t cols = task.inputs[0].shape[1];
 
-  std::string s = fmt::format(
-      "// kbrl softmax generator: task {} ({}), {} over dim 1.\n"
-      "// variant={} vec={} cache_hint={} precision={} fast_math={}\n",
-      task.id, task.name, log ? "y = x - max - log(sum(exp(x - max)))"
-                              : "y = exp(x - max) / sum(exp(x - max))",
-      variant, config.at("vec"), config.at("cache_hint"), config.at("precision"),
-      config.at("fast_math"));
+  std::string s = cuda_text::fill(
+      "softmax.cuh", "header",
+      {{"TASK", std::to_string(task.id)},
+       {"NAME", task.name},
+       {"FORMULA", part(log ? "formula_log_softmax" : "formula_softmax")},
+       {"VARIANT", variant},
+       {"VEC", config.at("vec")},
+       {"CACHE_HINT", hint},
+       {"PRECISION", config.at("precision")},
+       {"FAST_MATH", config.at("fast_math")}});
   s += prelude(half, fast);
   if (cached)
-    s += fmt::format(
-        "\n// The row's first kCache elements stay in shared memory between the passes.\n"
-        "constexpr long long kCache = {};\n",
-        std::min(cols, kMaxCacheFloats));
-  s += "\nextern \"C\" __global__ void kbrl_softmax(const float* __restrict__ x, "
-       "float* __restrict__ y, long long rows, long long cols) {\n";
-  if (variant == "three_pass")
-    s += "  __shared__ float warp_f[32];\n";
-  else
-    s += "  __shared__ MaxSum warp_ms[32];\n";
-  if (cached) s += "  __shared__ __align__(16) float cache[kCache];\n";
-  s += "  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {\n"
-       "    const float* in = x + row * cols;\n"
-       "    float* out = y + row * cols;\n";
-  if (vec4)
-    s += "    // float4 over the row when both row pointers are 16-byte aligned; a scalar tail.\n"
-         "    const bool aligned = (((unsigned long long)in | (unsigned long long)out) & 15) == 0;\n"
-         "    const long long nv = aligned ? cols / 4 : 0;\n";
-  if (variant == "three_pass") {
-    s += "    // pass 1: the row's maximum\n"
-         "    float m = KBRL_NEG_INF;\n";
-    s += read_pass(vec4, false, "m = kbrl_max(m, v);");
-    s += "    m = kbrl_block_reduce(m, KBRL_NEG_INF, warp_f, MaxOp{});\n"
-         "    // pass 2: the sum of exp(x - max)\n"
-         "    float sum = 0.0f;\n";
-    s += read_pass(vec4, false, "sum += k_exp(v - m);");
-    s += "    sum = kbrl_block_reduce(sum, 0.0f, warp_f, SumOp{});\n";
+    s += cuda_text::fill("softmax.cuh", "cache_size",
+                         {{"CACHE_FLOATS", std::to_string(std::min(cols, kMaxCacheFloats))}});
+  s += part("kernel_begin");
+  s += part(three_pass ? "smem_float" : "smem_max_sum");
+  if (cached) s += part("smem_cache");
+  s += part("row_begin");
+  if (vec4) s += part("row_aligned");
+  if (three_pass) {
+    s += part("three_pass_max") + read_pass(vec4, false, "body_max");
+    s += part("three_pass_sum") + read_pass(vec4, false, "body_sum");
+    s += part("three_pass_end");
   } else {
-    s += "    // pass 1: an online (max, sum of exp(x - max)) per thread, merged over the block\n"
-         "    MaxSum st = {KBRL_NEG_INF, 0.0f};\n";
-    s += read_pass(vec4, cached, "kbrl_add(st, v);");
-    s += "    st = kbrl_block_reduce(st, MaxSum{KBRL_NEG_INF, 0.0f}, warp_ms, MergeOp{});\n"
-         "    const float m = st.m, sum = st.s;\n";
+    s += part("online_begin") + read_pass(vec4, cached, "body_online");
+    s += part("online_end");
   }
-  s += std::string("    // last pass: normalize\n");
-  if (log) {
-    s += "    const float logsum = k_log(sum);\n";
-    s += write_pass(vec4, cached, hint, "$v - m - logsum");
-  } else {
-    s += write_pass(vec4, cached, hint, "k_div(k_exp($v - m), sum)");
-  }
-  if (cached) s += "    __syncthreads();  // the cache is refilled for the next row\n";
-  s += "  }\n}\n";
+  s += part(log ? "normalize_log_softmax" : "normalize_softmax");
+  s += write_pass(vec4, cached, hint, log ? "fn_log_softmax" : "fn_softmax");
+  if (cached) s += part("cache_refill");
+  s += part("kernel_end");
   return s;
 }
 

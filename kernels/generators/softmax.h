@@ -21,7 +21,7 @@
 //
 // The source depends on variant, vec, cache_hint, precision and fast_math (and, for the cached
 // variant, on the row length); block and grid only change the launch.
-#include "../generator.h"
+#include <kernels/generator.h>
 
 namespace kbrl {
 

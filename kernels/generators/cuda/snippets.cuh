@@ -1,5 +1,9 @@
 // CUDA text shared by several generator families (device_snippets.h says which C++ emits each).
 // Sections are emitted byte for byte: a change here changes the source of every family using it.
+// max_sum_state: the online softmax state; block_reduce with warp_step_shuffle or warp_step_call:
+// the block reduction template; k_exp_*, k_log_*, k_div_*: the float math helpers (exact: libm;
+// fast: the fast-math intrinsics; half: exp evaluated in __half); fast_math_note: the comment line
+// before a fast_math=on unit's intrinsic helpers.
 
 //@section max_sum_state
 struct MaxSum {
@@ -41,3 +45,19 @@ __device__ __forceinline__ T kbrl_block_reduce(T v, T identity, T* smem, Op op) 
 @INDENT@for (int o = 16; o > 0; o >>= 1) v = op(v, kbrl_shfl(v, o));
 //@section warp_step_call
 @INDENT@v = kbrl_warp_reduce(v, op);
+//@section k_exp_exact
+__device__ __forceinline__ float k_exp(float @ARG@) { return expf(@ARG@); }
+//@section k_exp_fast
+__device__ __forceinline__ float k_exp(float @ARG@) { return __expf(@ARG@); }
+//@section k_exp_half
+__device__ __forceinline__ float k_exp(float @ARG@) { return __half2float(hexp(__float2half(@ARG@))); }
+//@section k_log_exact
+__device__ __forceinline__ float k_log(float v) { return logf(v); }
+//@section k_log_fast
+__device__ __forceinline__ float k_log(float v) { return __logf(v); }
+//@section k_div_exact
+__device__ __forceinline__ float k_div(float a, float b) { return a / b; }
+//@section k_div_fast
+__device__ __forceinline__ float k_div(float a, float b) { return __fdividef(a, b); }
+//@section fast_math_note
+// fast_math=on (unsafe): intrinsics, and the whole unit under --use_fast_math.

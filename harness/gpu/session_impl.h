@@ -1,0 +1,158 @@
+#pragma once
+// Internal to the GPU session on a CUDA libtorch (built only with KBRL_TORCH_CUDA): the session's
+// device state (GpuSession::Impl), the per-job state the load, check and time steps share, and those
+// steps. Buffers and the reference go through libtorch, the candidate through the driver API, all on
+// one harness-owned stream.
+#include <c10/cuda/CUDAStream.h>
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <kbrl/error.h>
+#include <reference/reference_model.h>
+
+#include "compare_kernel.h"
+#include "cuda_driver.h"
+#include "cuda_handles.h"
+#include "gpu_session.h"
+#include "gpu_stages.h"
+
+namespace kbrl {
+
+struct GpuSession::Impl {
+  int device_index = 0;
+  torch::Device device{torch::kCUDA, 0};
+  DeviceInfo info;
+  c10::cuda::CUDAStream stream = c10::cuda::getDefaultCUDAStream();
+  torch::Tensor l2_flush;  // 2x L2, written before every timed sample
+  std::map<std::pair<int, Scale>, ReferenceModel> references;
+  std::unique_ptr<CompareKernel> compare;
+  std::pair<int, Scale> last_task{0, Scale::kernelbench};
+  cuda::Event start, stop;  // created once the context is current
+
+  CUstream cu_stream() const { return reinterpret_cast<CUstream>(stream.stream()); }
+
+  ReferenceModel& reference(const TaskSpec& spec) {
+    auto key = std::make_pair(spec.id, spec.scale);
+    auto it = references.find(key);
+    if (it == references.end()) {
+      ReferenceModel model = make_reference(spec);
+      model.to(device);
+      it = references.emplace(key, std::move(model)).first;
+    }
+    return it->second;
+  }
+
+  void flush_l2() { l2_flush.zero_(); }
+
+  /// Times `fn` on the harness stream between driver events, after an L2 flush.
+  template <typename Fn>
+  double timed_sample(Fn&& fn) {
+    flush_l2();
+    KBRL_CU_CHECK(cuda::driver().event_record(start.get(), cu_stream()));
+    fn();
+    KBRL_CU_CHECK(cuda::driver().event_record(stop.get(), cu_stream()));
+    KBRL_CU_CHECK(cuda::driver().event_synchronize(stop.get()));
+    float ms = 0;
+    KBRL_CU_CHECK(cuda::driver().event_elapsed_time(&ms, start.get(), stop.get()));
+    return ms;
+  }
+};
+
+namespace gpu {
+
+inline constexpr int64_t kGuardBytes = 1 << 20;  // poisoned bytes on each side of every output
+inline constexpr uint8_t kPoison = 0xFF;         // NaN for float32, -1 for int64
+
+/// An output with poisoned guard bands on both sides, in one allocation.
+struct GuardedOutput {
+  torch::Tensor buffer;  // uint8: guard | output bytes | guard
+  torch::Tensor tensor;  // the output view the candidate writes
+  int64_t bytes = 0;
+
+  GuardedOutput(const TensorSpec& spec, torch::Device device) : bytes(spec.bytes()) {
+    buffer = torch::empty({kGuardBytes * 2 + bytes}, torch::TensorOptions().dtype(torch::kUInt8).device(device));
+    tensor = buffer.narrow(0, kGuardBytes, bytes).view(to_torch(spec.dtype)).view(spec.shape);
+  }
+  void poison() { buffer.fill_(kPoison); }
+  bool guards_intact() const {
+    return buffer.narrow(0, 0, kGuardBytes).eq(kPoison).all().item<bool>() &&
+           buffer.narrow(0, kGuardBytes + bytes, kGuardBytes).eq(kPoison).all().item<bool>();
+  }
+  torch::Tensor raw() const { return buffer.narrow(0, kGuardBytes, bytes); }
+};
+
+/// The candidate's module and one function per launch of its plan.
+struct LoadedCandidate {
+  cuda::Module module;
+  std::vector<CUfunction> functions;  // one per launch
+};
+
+/// The device buffers one run of the candidate sees.
+struct Bindings {
+  const Tensors* inputs = nullptr;
+  const Tensors* parameters = nullptr;
+  std::vector<torch::Tensor> outputs;
+  std::vector<torch::Tensor> scratch;
+  const std::vector<ScalarSpec>* scalars = nullptr;
+};
+
+/// One job's state, shared by its steps: the loaded candidate, the buffers it is bound to, the
+/// reference and the fingerprint keys. Pinned in place (bindings point into it).
+struct JobState {
+  JobState(const GpuJob& job, const TaskSpec& spec, ReferenceModel& model);
+  JobState(const JobState&) = delete;
+  JobState& operator=(const JobState&) = delete;
+
+  const GpuJob& job;
+  const TaskSpec& spec;
+  ReferenceModel& model;
+  const Tensors params;
+  const std::vector<double> scalars;
+  LoadedCandidate loaded;
+  Bindings bindings;
+  std::vector<GuardedOutput> outputs;
+  std::vector<torch::Tensor> raw_outputs;  // the outputs' bytes, for fingerprints
+  Tensors inputs;                          // the current trial's; the last trial's stay for timing
+  // Keyed fingerprints instead of pristine copies (compare_kernel.h): nothing the candidate could
+  // find by pointer arithmetic holds its inputs' original bytes or the reference's answer.
+  const uint64_t input_key, param_key, output_key;
+};
+
+/// The task's scalars as the reference takes them.
+std::vector<double> scalars_of(const TaskSpec& spec);
+
+// --- load (gpu/load.cpp) ---
+/// Loads the cubin and finds every launch's kernel (with its dynamic shared memory allowed).
+std::optional<CandidateFault> load_candidate(const GpuJob& job, LoadedCandidate& loaded);
+/// Allocates the plan's scratch buffers and the guarded outputs, and binds them.
+std::optional<CandidateFault> bind_buffers(const torch::Device& device, JobState& state);
+/// Enqueues every launch of the plan on the stream (no synchronisation).
+std::optional<CandidateFault> enqueue(const GpuJob& job, const LoadedCandidate& loaded,
+                                      const Bindings& bindings, CUstream stream);
+/// Waits for the stream; a failure is the candidate's (runtime_error).
+std::optional<CandidateFault> synchronize(CUstream stream);
+
+// --- check (gpu/check.cpp) ---
+/// The trials: runs, compares with the reference, verifies inputs, parameters and determinism.
+CheckResult check_candidate(GpuSession::Impl& session, JobState& state);
+/// Adds the keyed fingerprint of `t`'s bytes (its own bytes when contiguous, else its whole storage)
+/// to slot `index` of the int64 tensor `slots` (compare_kernel.h), on the stream.
+void fingerprint_into(const torch::Tensor& t, uint64_t key, const torch::Tensor& slots, int64_t index,
+                      const CompareKernel& kernel, CUstream stream);
+/// Overwrites a harness tensor that must not outlive its use (a reference output): NaN, -1 or false.
+void poison_tensor(torch::Tensor& t);
+
+// --- time (gpu/time.cpp) ---
+/// Paired timed runs on the last trial's inputs, each run's outputs verified against
+/// `checked_fingerprints` (CheckResult::output_fingerprints).
+Timing time_candidate(GpuSession::Impl& session, JobState& state,
+                      const std::vector<int64_t>& checked_fingerprints);
+
+}  // namespace gpu
+}  // namespace kbrl
