@@ -17,9 +17,14 @@ set ytics nomirror
 set y2tics
 set yrange [0:1.05]
 set key bottom right
-plot f using 2:6 with linespoints ls 1 title "correct", \
-     f using 2:7 with linespoints ls 2 title "fast_1", \
-     f using 2:8 with linespoints ls 2 dt 2 title "sig_fast_1", \
-     f using 2:10 axes x1y2 with linespoints ls 3 title "mean reward (right)", \
-     e using ($2*last):7 with points ls 2 pt 5 ps 2.5 title "fast_1, all train tasks before / after", \
-     e using ($2*last):10 axes x1y2 with points ls 3 pt 9 ps 2.5 title "mean reward, all train tasks before / after (right)"
+# Columns by name: the committed results of older runs (results/DEVICE/BUDGET/) have no sig_fast_1
+# column, and the columns after it sit one place earlier there; their figures redraw without it.
+has_sig = strstrt(system("head -n 1 '".f."'"), ",sig_fast_1,") > 0
+sig = has_sig ? 'f using "step":"sig_fast_1" with linespoints ls 2 dt 2 title "sig_fast_1",' : ''
+plot f using "step":"correct_rate" with linespoints ls 1 title "correct", \
+     f using "step":"fast_1" with linespoints ls 2 title "fast_1", \
+     @sig \
+     f using "step":"mean_reward" axes x1y2 with linespoints ls 3 title "mean reward (right)", \
+     e using ($2*last):"fast_1" with points ls 2 pt 5 ps 2.5 title "fast_1, all train tasks before / after", \
+     e using ($2*last):"mean_reward" axes x1y2 with points ls 3 pt 9 ps 2.5 \
+       title "mean reward, all train tasks before / after (right)"

@@ -1,20 +1,26 @@
 // Every experiment program end to end on CPU: `kbrl-experiment NAME --env synthetic --budget tiny`
 // in dependency order (a fixed reward table stands in for the GPU evaluator), each writing its
-// CSVs with their schemas' headers; then the figures render from them when gnuplot is present.
-// The same programs run on a GPU with --env evaluator (label experiments).
+// CSVs with their schemas' headers under RESULTS/synthetic/ (never beside measured results); then
+// the figures render from them when gnuplot is present. --env auto (what `ctest -L experiments`
+// runs) without a GPU takes the synthetic table and says so. The same programs run on a GPU with
+// --env evaluator or auto (label experiments).
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <string>
 
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <experiments/report_schemas.h>
 #include <experiments/schemas.h>
 
-#include "ctest/csv_testing.h"
+#include <ctest/csv_testing.h>
 
 namespace kbrl {
 namespace {
@@ -31,6 +37,22 @@ std::string first_line(const fs::path& file) {
 int run(const std::string& command) {
   const int status = std::system((command + " > /dev/null 2>&1").c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Runs `command`, returning its exit code and putting its standard output and error in `output`.
+int run_output(const std::string& command, std::string* output) {
+  output->clear();
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) output->append(buffer, n);
+  const int status = ::pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string file_text(const fs::path& file) {
+  std::ifstream in(file);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 TEST(ExperimentPrograms, EveryExperimentWritesItsTablesOnTheSyntheticEnvironment) {
@@ -62,7 +84,7 @@ TEST(ExperimentPrograms, EveryExperimentWritesItsTablesOnTheSyntheticEnvironment
                   results.string()),
               0);
     for (const auto& [file, schema] : files) {
-      const fs::path p = results / "tiny" / name / file;
+      const fs::path p = results / "synthetic" / "tiny" / name / file;
       ASSERT_TRUE(fs::exists(p)) << p;
       EXPECT_EQ(first_line(p), schema().header()) << p;
       std::ifstream in(p);
@@ -87,11 +109,12 @@ TEST(ExperimentPrograms, EveryExperimentWritesItsTablesOnTheSyntheticEnvironment
             1);
   // The figures, from the CSVs alone.
   if (run("command -v gnuplot") == 0) {
-    EXPECT_EQ(run("bash " + std::string(KBRL_SOURCE) + "/plots/render.sh " + (results / "tiny").string()), 0);
+    const fs::path tiny = results / "synthetic" / "tiny";
+    EXPECT_EQ(run("bash " + std::string(KBRL_SOURCE) + "/plots/render.sh " + tiny.string()), 0);
     for (const char* fig : {"rlvr_curve", "bon_scaling", "selection", "ttt_trajectory", "rho_trajectory", "regime",
                             "ablations", "lr_sweep", "sdpo", "surprisal_scatter"}) {
-      EXPECT_TRUE(fs::exists(results / "tiny" / "figures" / (std::string(fig) + ".png"))) << fig;
-      EXPECT_TRUE(fs::exists(results / "tiny" / "figures" / (std::string(fig) + ".svg"))) << fig;
+      EXPECT_TRUE(fs::exists(tiny / "figures" / (std::string(fig) + ".png"))) << fig;
+      EXPECT_TRUE(fs::exists(tiny / "figures" / (std::string(fig) + ".svg"))) << fig;
     }
   }
   fs::remove_all(results);
@@ -108,7 +131,7 @@ TEST(ExperimentPrograms, BadEvaluatorSettingsAreRefusedEvenWithoutAnEvaluator) {
   EXPECT_EQ(run(base + " --inputs uniform"), 2);
   EXPECT_EQ(run(base + " --mode turbo"), 2);
   EXPECT_EQ(run(base + " --tolerance loose"), 2);
-  EXPECT_FALSE(fs::exists(results / "tiny" / "base_policy" / "settings.json"));
+  EXPECT_FALSE(fs::exists(results / "synthetic" / "tiny" / "base_policy" / "settings.json"));
   EXPECT_EQ(run(base + " --inputs kernelbench"), 0);
   fs::remove_all(results);
 }
@@ -119,7 +142,7 @@ TEST(ExperimentPrograms, SmokeBudgetRlvrRaisesTheRewardOfTheSameSamples) {
   ASSERT_EQ(run(std::string(KBRL_EXPERIMENT) + " base_policy --env synthetic --budget smoke --results " +
                 results.string()),
             0);
-  const fs::path dir = results / "smoke" / "base_policy";
+  const fs::path dir = results / "synthetic" / "smoke" / "base_policy";
   const auto eval = testing::read_csv(dir / "rlvr_eval.csv").rows;
   ASSERT_EQ(eval.size(), 2u);
   EXPECT_EQ(eval[0].at("run"), "before_rlvr");
@@ -133,6 +156,54 @@ TEST(ExperimentPrograms, SmokeBudgetRlvrRaisesTheRewardOfTheSameSamples) {
   const std::string text((std::istreambuf_iterator<char>(settings)), std::istreambuf_iterator<char>());
   for (const char* key : {"\"settings\"", "\"rlvr_learning_rate\"", "\"train_tasks\"", "\"ttt_k\""})
     EXPECT_NE(text.find(key), std::string::npos) << key;
+  fs::remove_all(results);
+}
+
+// `ctest -L experiments` runs --env auto: without a GPU, the synthetic reward table, in a folder and
+// settings marked synthetic, with a line on the output saying the results are not measurements.
+TEST(ExperimentPrograms, EnvAutoWithoutAGpuRunsOnTheSyntheticTableAndSaysSo) {
+  const std::string experiment = KBRL_EXPERIMENT;
+  std::string output;
+  if (run_output(experiment + " --check-gpu", &output) == 0)
+    GTEST_SKIP() << "a GPU is usable here, so --env auto runs the evaluator (label experiments): " << output;
+  EXPECT_NE(output.find("no GPU"), std::string::npos) << output;
+  const fs::path results = fs::temp_directory_path() / ("kbrl-test-env-auto-" + std::to_string(::getpid()));
+  fs::remove_all(results);
+  ASSERT_EQ(run_output(experiment + " base_policy --env auto --budget tiny --results " + results.string(), &output), 0)
+      << output;
+  EXPECT_NE(output.find("no GPU"), std::string::npos) << output;
+  EXPECT_NE(output.find("synthetic reward table"), std::string::npos) << output;
+  EXPECT_NE(output.find("not measurements"), std::string::npos) << output;
+  const fs::path dir = results / "synthetic" / "tiny" / "base_policy";
+  EXPECT_TRUE(fs::exists(dir / "rlvr_eval.csv"));
+  EXPECT_FALSE(fs::exists(results / "tiny")) << "synthetic results beside measured ones";
+  const nlohmann::json settings = nlohmann::json::parse(file_text(dir / "settings.json"));
+  EXPECT_EQ(settings.at("env"), "synthetic");
+  EXPECT_EQ(settings.at("env_requested"), "auto");
+  EXPECT_NE(settings.at("note").get<std::string>().find("not measurements"), std::string::npos);
+  EXPECT_FALSE(settings.at("no_gpu").get<std::string>().empty());
+  // The next experiment finds its input there, and a missing input names the --env to rerun with.
+  EXPECT_EQ(run(experiment + " policy_sweep --env auto --budget tiny --results " + results.string()), 0);
+  EXPECT_EQ(run_output(experiment + " selection --env auto --budget tiny --results " + results.string(), &output), 2);
+  EXPECT_NE(output.find("kbrl-experiment best_of_n --budget tiny --env auto"), std::string::npos) << output;
+  EXPECT_EQ(run(experiment + " base_policy --env gpu --budget tiny --results " + results.string()), 2);
+  // The plots case without a GPU: the synthetic figures, and the committed measurements redrawn from
+  // the committed CSVs into the results folder (the committed figures are only read).
+  if (run("command -v gnuplot") == 0) {
+    ASSERT_EQ(run_output("bash " + std::string(KBRL_SOURCE) + "/plots/render_experiments.sh " + experiment + " " +
+                             results.string() + " tiny auto",
+                         &output),
+              0)
+        << output;
+    EXPECT_NE(output.find("no GPU"), std::string::npos) << output;
+    EXPECT_TRUE(fs::exists(results / "synthetic" / "tiny" / "figures" / "rlvr_curve.svg"));
+    const fs::path committed = fs::path(KBRL_SOURCE) / "results" / "h100-80gb-hbm3" / "paper" / "figures";
+    for (const char* fig : {"rlvr_curve.svg", "regime.svg", "bon_scaling.svg"}) {
+      const fs::path redrawn = results / "committed" / "h100-80gb-hbm3" / "paper" / "figures" / fig;
+      EXPECT_TRUE(fs::exists(redrawn)) << redrawn;
+      EXPECT_TRUE(fs::exists(committed / fig)) << committed / fig;
+    }
+  }
   fs::remove_all(results);
 }
 

@@ -8,8 +8,8 @@
 #include <reference/splits.h>
 #include <reference/task_registry.h>
 
-#include "experiments/run_setup.h"
-#include "experiments/schemas.h"
+#include <experiments/run_setup.h>
+#include <experiments/schemas.h>
 #include "programs.h"
 
 namespace kbrl {
@@ -116,9 +116,9 @@ nlohmann::json budget_json(const ExperimentBudget& b) {
 std::filesystem::path ExperimentContext::input(const std::string& experiment, const std::string& file) const {
   const std::filesystem::path p = results / experiment / file;
   KBRL_CHECK_INPUT(std::filesystem::exists(p),
-                   "{} needs {} from the {} experiment: run `kbrl-experiment {} --budget {}` first "
+                   "{} needs {} from the {} experiment: run `kbrl-experiment {} --budget {} --env {}` first "
                    "(`ctest -L experiments` runs it as a fixture)",
-                   this->experiment, p.string(), experiment, experiment, budget.name);
+                   this->experiment, p.string(), experiment, experiment, budget.name, env_flag);
   return p;
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// The experiment programs (DESIGN.md, Experiments and the reports' tables): one registered
+// The experiment programs (docs/design.md, Experiments and the reports' tables): one registered
 // Experiment per report table, run by `kbrl-experiment NAME --budget smoke|paper`, each writing
 // its CSVs (schemas in experiments/report_schemas.h and schemas.h) under
 // <results>/<budget>/<name>/. Experiments that build on another read its outputs from there
@@ -84,6 +84,9 @@ struct ExperimentContext {
   std::filesystem::path samples_file;
   /// No GPU: the evaluator compiles only (outcome not_run), so nothing is checked or timed.
   bool compile_only = false;
+  /// The --env this run was given (evaluator, synthetic or auto), for the command a missing input
+  /// names.
+  std::string env_flag = "evaluator";
 
   /// Is a language model the policy (--policy endpoint:...)?
   bool language_model() const { return !policy_spec.empty(); }

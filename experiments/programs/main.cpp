@@ -1,6 +1,10 @@
 // kbrl-experiment: runs one experiment of the reports at a budget (see experiment.h), or lists them.
 //   kbrl-experiment best_of_n --budget smoke --results build/results
-// Exit codes: 0 done, 2 bad input, 1 harness error, 77 skipped (no GPU for the evaluator).
+// --env evaluator (the GPU), synthetic (a fixed reward table on the CPU) or auto (the evaluator where
+// a GPU is usable, else the synthetic table: what `ctest -L experiments` runs). Synthetic results go
+// to RESULTS/synthetic/BUDGET/NAME/, never beside measured ones in RESULTS/BUDGET/NAME/.
+// Exit codes: 0 done, 2 bad input, 1 harness error, 77 skipped (no GPU for the evaluator; with
+// --check-gpu: no GPU usable).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -10,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include <harness/evaluator.h>
-#include <harness/gpu_session.h>
-#include <harness/rollout_log.h>
+#include <harness/gpu/gpu_session.h>
+#include <harness/record/rollout_log.h>
 #include <experiments/run_setup.h>
 #include <kbrl/cli_main.h>
 #include <kbrl/error.h>
@@ -36,7 +40,29 @@ struct Options {
   std::string arch;    // NVRTC target; without a GPU, compile only for it
   std::string samples;  // a samples.csv for selection and length_control (default: best_of_n's)
   bool list = false;
+  bool check_gpu = false;
 };
+
+// The environment --env names: auto is the evaluator where a GPU is usable (or where --arch or a
+// language model asks for the evaluator's compile-only path), else the synthetic table; `reason`
+// gets why there is no GPU when auto falls back.
+std::string resolve_env(const Options& o, std::string* reason) {
+  KBRL_CHECK_INPUT(o.env == "evaluator" || o.env == "synthetic" || o.env == "auto",
+                   "unknown --env '{}' (evaluator, synthetic, auto)", o.env);
+  if (o.env != "auto" || !o.arch.empty() || !o.policy.empty()) return o.env == "auto" ? "evaluator" : o.env;
+  return gpu_available(reason) ? "evaluator" : "synthetic";
+}
+
+// --check-gpu: what --env auto would decide, for scripts (the plots case of ctest -L experiments).
+int check_gpu() {
+  std::string reason;
+  if (gpu_available(&reason)) {
+    std::printf("kbrl-experiment: a GPU is usable: --env auto runs the evaluator\n");
+    return 0;
+  }
+  std::printf("kbrl-experiment: no GPU (%s): --env auto runs on the synthetic reward table\n", reason.c_str());
+  return kSkipped;
+}
 
 void print_list() {
   for (const Experiment& e : experiments()) {
@@ -52,15 +78,20 @@ int run(const Options& o) {
     print_list();
     return 0;
   }
+  if (o.check_gpu) return check_gpu();
   KBRL_CHECK_INPUT(!o.name.empty(), "name an experiment (--list shows them)");
   const Experiment& experiment = experiment_named(o.name);
   ExperimentContext ctx;
   ctx.experiment = experiment.name;
   ctx.budget = experiment_budget(o.budget);
-  ctx.results = std::filesystem::path(o.results) / o.budget;
+  std::string no_gpu;
+  const std::string env_name = resolve_env(o, &no_gpu);
+  const bool synthetic = env_name == "synthetic";
+  std::filesystem::path root = o.results;
+  if (synthetic) root /= "synthetic";  // never beside measured results
+  ctx.results = root / o.budget;
   ctx.dir = ctx.results / experiment.name;
-  KBRL_CHECK_INPUT(o.env == "evaluator" || o.env == "synthetic", "unknown --env '{}' (evaluator, synthetic)", o.env);
-  const bool synthetic = o.env == "synthetic";
+  ctx.env_flag = o.env;
   // The evaluator's settings are recorded in settings.json: refuse a bad value even where no
   // evaluator runs (--env synthetic), so nothing records a setting that does not exist.
   parse_timing_mode(o.mode);
@@ -129,9 +160,16 @@ int run(const Options& o) {
   }
   ctx.env = env.get();
   std::filesystem::create_directories(ctx.dir);
+  if (o.env == "auto" && synthetic) {
+    std::printf("kbrl-experiment %s: no GPU (%s): running on the synthetic reward table instead of the "
+                "evaluator; its results in %s are not measurements\n",
+                experiment.name.c_str(), no_gpu.c_str(), ctx.dir.string().c_str());
+    std::fflush(stdout);
+  }
   {
     nlohmann::json settings = {{"experiment", experiment.name}, {"reproduces", experiment.reproduces},
-                               {"budget", o.budget},           {"env", o.env},
+                               {"budget", o.budget},           {"env", env_name},
+                               {"env_requested", o.env},
                                {"scale", std::string(to_string(ctx.scale))},
                                {"mode", o.mode},               {"tolerance", o.tolerance},
                                {"inputs", o.inputs},
@@ -142,12 +180,17 @@ int run(const Options& o) {
       settings["compile_only"] = evaluator->settings().compile_only;
       if (!evaluator->settings().compile_only) settings["device"] = evaluator->device().name;
     }
+    if (synthetic) settings["note"] = "synthetic reward table (a fixed table in place of the GPU evaluator): not measurements";
+    if (!no_gpu.empty()) settings["no_gpu"] = no_gpu;
     std::ofstream(ctx.dir / "settings.json") << settings.dump(2) << "\n";
   }
-  ctx.progress(fmt::format("start: budget {}, env {}, scale {}, results in {}", o.budget, o.env,
+  ctx.progress(fmt::format("start: budget {}, env {}, scale {}, results in {}", o.budget, env_name,
                            to_string(ctx.scale), ctx.dir.string()));
   experiment.run(ctx);
   ctx.progress(fmt::format("done ({} s of evaluation)", cell(env->evaluator_seconds())));
+  if (synthetic)
+    std::printf("kbrl-experiment %s: done on the synthetic reward table: %s holds no measurements\n",
+                experiment.name.c_str(), ctx.dir.string().c_str());
   return 0;
 }
 
@@ -160,8 +203,15 @@ int main(int argc, char** argv) {
   app.add_option("name", o.name, "the experiment (see --list)");
   app.add_flag("--list", o.list, "list the experiments and the tables they reproduce");
   app.add_option("--budget", o.budget, "smoke (minutes), paper (the reports' settings) or tiny")->capture_default_str();
-  app.add_option("--results", o.results, "results root; outputs go to ROOT/BUDGET/NAME/")->capture_default_str();
-  app.add_option("--env", o.env, "evaluator (GPU) or synthetic (a fixed reward table, CPU)")->capture_default_str();
+  app.add_option("--results", o.results,
+                 "results root; outputs go to ROOT/BUDGET/NAME/ (synthetic: ROOT/synthetic/BUDGET/NAME/)")
+      ->capture_default_str();
+  app.add_option("--env", o.env,
+                 "evaluator (GPU), synthetic (a fixed reward table, CPU) or auto (the evaluator where a GPU "
+                 "is usable, else synthetic)")
+      ->capture_default_str();
+  app.add_flag("--check-gpu", o.check_gpu,
+               "say whether a GPU is usable (what --env auto decides): exit 0 if so, 77 if not");
   app.add_option("--mode", o.mode, "timing mode of the evaluator: fast, full or adaptive")->capture_default_str();
   app.add_option("--tolerance", o.tolerance, "strict (1e-4) or legacy (1e-2, the reports' era)")->capture_default_str();
   app.add_option("--inputs", o.inputs,

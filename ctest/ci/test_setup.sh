@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# .ci/setup by capability, without root or network (label unit):
+#  1. the GPU machine: apt-get is there but cannot reach its lists (a stub that fails like it), and an
+#     optional command (gnuplot) is missing: the set-up tries apt, says it cannot install, and exits 0
+#     because everything the build needs is present (on CI after the first set-up; on the GPU machine);
+#  2. --check only reports: it never calls apt-get;
+#  3. a required command is missing (a PATH without cmake): exit 1, naming cmake and its package.
+#   ctest/ci/test_setup.sh SOURCE_DIR
+set -u
+src="${1:?usage: test_setup.sh SOURCE_DIR}"
+work=$(mktemp -d "${TMPDIR:-/tmp}/kbrl-test-setup.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAILED: $*"; failures=$((failures + 1)); }
+
+# stubs: apt-get fails as on a machine without network (and logs that it was called); sudo runs its
+# command as is (no password prompt in a test)
+mkdir -p "$work/stubs"
+printf '#!/bin/sh\necho "apt-get $*" >> "%s/apt-calls"\necho "E: Failed to fetch (simulated: no network)" >&2\nexit 100\n' \
+  "$work" > "$work/stubs/apt-get"
+printf '#!/bin/sh\nexec "$@"\n' > "$work/stubs/sudo"
+chmod +x "$work/stubs/apt-get" "$work/stubs/sudo"
+
+# path_without NAME...: $PATH with every folder that holds one of NAMEs replaced by a copy made of
+# links to its other entries, so those commands are not found and everything else still is.
+path_without() {
+  local out="" dir farm name entry hide
+  IFS=: read -r -a dirs <<< "$PATH"
+  for dir in "${dirs[@]}"; do
+    hide=no
+    for name in "$@"; do [ -e "$dir/$name" ] && hide=yes; done
+    if [ "$hide" = yes ]; then
+      farm=$(mktemp -d "$work/path.XXXXXX")
+      for entry in "$dir"/*; do
+        name=${entry##*/}
+        case " $* " in *" $name "*) continue ;; esac
+        ln -s "$entry" "$farm/$name"
+      done
+      dir="$farm"
+    fi
+    out="$out${out:+:}$dir"
+  done
+  echo "$out"
+}
+
+# 1. the GPU machine's situation
+rm -f "$work/apt-calls"
+log=$(PATH="$work/stubs:$(path_without gnuplot)" bash "$src/.ci/setup" --no-llm 2>&1); rc=$?
+echo "--- 1. apt without its lists, gnuplot missing (rc $rc):"; echo "$log"
+[ "$rc" -eq 0 ] || fail "1: exit $rc, expected 0 (everything required is present)"
+[ -s "$work/apt-calls" ] || fail "1: apt-get was not tried for the missing gnuplot-nox"
+grep -q "apt cannot reach its package lists" <<< "$log" || fail "1: no line saying apt cannot reach its lists"
+grep -qE "gnuplot +optional .*gnuplot-nox" <<< "$log" || fail "1: gnuplot not reported as optional (gnuplot-nox)"
+grep -q "the build can proceed" <<< "$log" || fail "1: no line saying the build can proceed"
+
+# 2. --check: a report, no apt
+rm -f "$work/apt-calls"
+log=$(PATH="$work/stubs:$(path_without gnuplot)" bash "$src/.ci/setup" --check 2>&1); rc=$?
+echo "--- 2. --check (rc $rc):"; echo "$log"
+[ "$rc" -eq 0 ] || fail "2: exit $rc, expected 0"
+[ -e "$work/apt-calls" ] && fail "2: --check called apt-get: $(cat "$work/apt-calls")"
+
+# 3. no cmake: the build cannot proceed, and the report says what to install
+rm -f "$work/apt-calls"
+log=$(PATH="$work/stubs:$(path_without cmake)" bash "$src/.ci/setup" --no-llm 2>&1); rc=$?
+echo "--- 3. no cmake (rc $rc):"; echo "$log"
+[ "$rc" -ne 0 ] || fail "3: exit 0 without cmake"
+grep -qE "^  - cmake: .*\(Debian: cmake\)" <<< "$log" || fail "3: the missing list does not name cmake and its package"
+grep -q "the build cannot proceed" <<< "$log" || fail "3: no line saying the build cannot proceed"
+
+[ "$failures" -eq 0 ] && echo "test_setup: all checks passed" && exit 0
+echo "test_setup: $failures check(s) failed"
+exit 1
