@@ -13,6 +13,24 @@ if(TARGET torch_cuda OR TORCH_CUDA_LIBRARIES)
 endif()
 message(STATUS "kbrl: libtorch ${Torch_VERSION} (CUDA: ${KBRL_TORCH_CUDA})")
 
+# kbrl_export_headers(target name source_dir): the target's public include directory is
+# ${CMAKE_BINARY_DIR}/include/<target>, which holds one entry, <name>, a link to source_dir. So
+# <name/x.h> resolves for the target and for what links it, and for nothing else: each library
+# exports only its own headers (a layering break is a compile error; ctest/layering checks it).
+# Include spelling (everywhere): a header of another folder as <folder/path.h> (<harness/gpu/...>,
+# <kbrl/error.h>), a header of the same folder as "name.h".
+function(kbrl_export_headers target name source_dir)
+  set(dir ${CMAKE_BINARY_DIR}/include/${target})
+  file(MAKE_DIRECTORY ${dir})
+  file(CREATE_LINK ${source_dir} ${dir}/${name} SYMBOLIC)
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "INTERFACE_LIBRARY")
+    target_include_directories(${target} INTERFACE ${dir})
+  else()
+    target_include_directories(${target} PUBLIC ${dir})
+  endif()
+endfunction()
+
 # kbrl_use_torch(target): link libtorch and precompile its header for that target.
 # Keep the number of translation units that include torch small: each costs seconds to compile.
 function(kbrl_use_torch target)
@@ -42,7 +60,8 @@ function(kbrl_add_test)
     set(T_TIMEOUT 600)
   endif()
   add_executable(${T_NAME} ${T_SOURCES})
-  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main kbrl_warnings)
+  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} kbrl_testing GTest::gtest GTest::gtest_main
+                                          kbrl_warnings)
   if(T_TORCH)
     kbrl_use_torch(${T_NAME})
   endif()
@@ -79,21 +98,26 @@ endfunction()
 set(KBRL_EXPERIMENT_BUDGET "smoke" CACHE STRING "budget of the experiments CTest runs: smoke, paper or tiny")
 set_property(CACHE KBRL_EXPERIMENT_BUDGET PROPERTY STRINGS smoke paper tiny)
 set(KBRL_RESULTS_DIR "${CMAKE_BINARY_DIR}/results" CACHE PATH "where the experiments write their CSVs and figures")
+# The --env the experiment cases run with: auto (the evaluator where a GPU is usable at test time,
+# else the synthetic reward table, whose results go to KBRL_RESULTS_DIR/synthetic/), synthetic at
+# the tiny budget.
+set(KBRL_EXPERIMENT_ENV auto)
+if(KBRL_EXPERIMENT_BUDGET STREQUAL "tiny")
+  set(KBRL_EXPERIMENT_ENV synthetic)
+endif()
 
 # kbrl_add_experiment(NAME name [NEEDS experiment...] [TIMEOUT s]): a CTest case (label
-# `experiments`) running `kbrl-experiment NAME` at KBRL_EXPERIMENT_BUDGET; it sets up the fixture
-# experiment_NAME and requires those of NEEDS. Without a GPU it exits 77 and CTest reports it skipped.
+# `experiments`) running `kbrl-experiment NAME` at KBRL_EXPERIMENT_BUDGET with --env
+# KBRL_EXPERIMENT_ENV; it sets up the fixture experiment_NAME and requires those of NEEDS. Without a
+# GPU it runs on the synthetic reward table (seconds each) and says so on its output.
 function(kbrl_add_experiment)
   cmake_parse_arguments(E "" "NAME;TIMEOUT" "NEEDS" ${ARGN})
   if(NOT E_TIMEOUT)
     set(E_TIMEOUT 36000)
   endif()
-  set(_env "")
-  if(KBRL_EXPERIMENT_BUDGET STREQUAL "tiny")
-    set(_env --env synthetic)
-  endif()
   add_test(NAME experiment_${E_NAME}
-           COMMAND kbrl-experiment ${E_NAME} --budget ${KBRL_EXPERIMENT_BUDGET} --results ${KBRL_RESULTS_DIR} ${_env})
+           COMMAND kbrl-experiment ${E_NAME} --budget ${KBRL_EXPERIMENT_BUDGET} --results ${KBRL_RESULTS_DIR}
+                   --env ${KBRL_EXPERIMENT_ENV})
   set(_needs "")
   foreach(n IN LISTS E_NEEDS)
     list(APPEND _needs experiment_${n})

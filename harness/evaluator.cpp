@@ -1,21 +1,21 @@
-#include "harness/evaluator.h"
+#include "evaluator.h"
 
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <random>
 
+#include <harness/compile/compile_cache.h>
+#include <harness/compile/compile_pool.h>
+#include <harness/compile/kernel_params.h>
+#include <harness/record/rollout_log.h>
+#include <harness/worker/gpu_protocol.h>
+#include <harness/worker/worker.h>
 #include <kbrl/error.h>
-
-#include "harness/compile_cache.h"
-#include "harness/compile_pool.h"
-#include "harness/gpu_protocol.h"
-#include "harness/kernel_params.h"
-#include "harness/rollout_log.h"
-#include "harness/worker.h"
-#include "kernels/candidate_json.h"
-#include "reference/task_registry.h"
+#include <kernels/candidate_json.h>
+#include <reference/task_registry.h>
 
 namespace kbrl {
 namespace {
@@ -54,17 +54,8 @@ double parse_tolerance(std::string_view text) {
   throw InputError(fmt::format("unknown tolerance '{}': expected 'strict' (1e-4) or 'legacy' (1e-2)", text));
 }
 
-std::string_view to_string(InputChecks inputs) {
-  return inputs == InputChecks::robust ? "robust" : "kernelbench";
-}
-
-InputChecks parse_input_checks(std::string_view text) {
-  if (text == "robust") return InputChecks::robust;
-  if (text == "kernelbench") return InputChecks::kernelbench;
-  throw InputError(fmt::format("unknown input checks '{}': expected 'robust' (KernelBench's inputs and a "
-                               "stress trial) or 'kernelbench' (KernelBench's inputs only)",
-                               text));
-}
+std::string_view to_string(InputChecks inputs) { return enum_name(inputs); }
+InputChecks parse_input_checks(std::string_view text) { return parse_enum<InputChecks>(text); }
 
 nlohmann::json EvalSettings::key_json() const {
   return {{"scale", std::string(to_string(scale))},
@@ -160,13 +151,18 @@ std::string Evaluator::key(const Candidate& candidate) {
   return record_key(candidate, settings);
 }
 
+KeyedCandidate Evaluator::keyed(Candidate candidate) {
+  std::string k = key(candidate);
+  return {std::move(candidate), std::move(k)};
+}
+
 EvalRecord Evaluator::evaluate(const Candidate& candidate, const std::string& raw_action,
                                const std::optional<std::string>& policy, const ActionInfo& action) {
-  task_spec(candidate.task_id, settings_.scale);  // an unknown task is bad input, before any work
+  const TaskSpec spec = task_spec(candidate.task_id, settings_.scale);  // bad input before any work
   CompileOptions options;
   options.arch = arch();
   const CompileResult compiled = compile(candidate, options, impl_->cache.get());
-  return finish(candidate, compiled, raw_action, policy, action);
+  return finish(spec, keyed(candidate), compiled, raw_action, policy, action);
 }
 
 EvalRecord Evaluator::new_record(const TaskSpec& spec, std::string key, const std::string& raw_action,
@@ -206,9 +202,21 @@ EvalRecord Evaluator::format_error(int task_id, const std::string& raw_action, c
 std::vector<EvalRecord> Evaluator::evaluate_all(const std::vector<Candidate>& candidates,
                                                 const std::optional<std::string>& policy,
                                                 const std::vector<std::pair<std::string, ActionInfo>>& actions) {
+  std::vector<KeyedCandidate> all;
+  all.reserve(candidates.size());
+  for (const Candidate& c : candidates) all.push_back(keyed(c));
+  return evaluate_all(all, policy, actions);
+}
+
+std::vector<EvalRecord> Evaluator::evaluate_all(const std::vector<KeyedCandidate>& candidates,
+                                                const std::optional<std::string>& policy,
+                                                const std::vector<std::pair<std::string, ActionInfo>>& actions) {
   KBRL_ASSERT(actions.empty() || actions.size() == candidates.size(), "{} actions for {} candidates",
               actions.size(), candidates.size());
-  for (const auto& c : candidates) task_spec(c.task_id, settings_.scale);
+  std::map<int, TaskSpec> specs;  // each task looked up once; an unknown one is bad input before any work
+  for (const auto& c : candidates)
+    if (!specs.count(c.candidate.task_id))
+      specs.emplace(c.candidate.task_id, task_spec(c.candidate.task_id, settings_.scale));
   if (!impl_->pool) {
     impl_->compile_options.arch = arch();
     impl_->pool = std::make_unique<CompilePool>(settings_.compile_threads, impl_->compile_options,
@@ -217,25 +225,26 @@ std::vector<EvalRecord> Evaluator::evaluate_all(const std::vector<Candidate>& ca
   std::vector<size_t> todo;
   std::vector<std::future<CompileResult>> compiles;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    if (log_ && log_->contains(key(candidates[i]))) continue;
+    if (log_ && log_->contains(candidates[i].key)) continue;
     todo.push_back(i);
-    compiles.push_back(impl_->pool->submit(candidates[i]));
+    compiles.push_back(impl_->pool->submit(candidates[i].candidate));
   }
   std::vector<EvalRecord> records;
   for (size_t k = 0; k < todo.size(); ++k) {
-    const size_t i = todo[k];
-    records.push_back(actions.empty() ? finish(candidates[i], compiles[k].get(), {}, policy)
-                                      : finish(candidates[i], compiles[k].get(), actions[i].first, policy,
-                                               actions[i].second));
+    const KeyedCandidate& c = candidates[todo[k]];
+    const TaskSpec& spec = specs.at(c.candidate.task_id);
+    records.push_back(actions.empty() ? finish(spec, c, compiles[k].get(), {}, policy)
+                                      : finish(spec, c, compiles[k].get(), actions[todo[k]].first, policy,
+                                               actions[todo[k]].second));
   }
   return records;
 }
 
-EvalRecord Evaluator::finish(const Candidate& candidate, const CompileResult& compiled,
-                             const std::string& raw_action, const std::optional<std::string>& policy,
-                             const ActionInfo& action) {
-  const TaskSpec spec = task_spec(candidate.task_id, settings_.scale);
-  EvalRecord record = new_record(spec, key(candidate), raw_action, action, policy);
+EvalRecord Evaluator::finish(const TaskSpec& spec, const KeyedCandidate& keyed_candidate,
+                             const CompileResult& compiled, const std::string& raw_action,
+                             const std::optional<std::string>& policy, const ActionInfo& action) {
+  const Candidate& candidate = keyed_candidate.candidate;
+  EvalRecord record = new_record(spec, keyed_candidate.key, raw_action, action, policy);
   record.candidate = candidate;
   record.compile.ok = compiled.ok;
   record.compile.log = compiled.log;

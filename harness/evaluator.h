@@ -12,11 +12,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/compile.h"
-#include "harness/eval_record.h"
-#include "harness/gpu_session.h"
-#include "harness/reward.h"
-#include "harness/stats.h"
+#include <kbrl/enum_names.h>
+
+#include <harness/compile/compile.h>
+#include <harness/gpu/gpu_session.h>
+#include <harness/record/eval_record.h>
+
+#include "reward.h"
+#include "stats.h"
 
 namespace kbrl {
 
@@ -27,6 +30,14 @@ class CompileCache;
 /// trial on the task's stress inputs (reference/reference_model.h, InputSet::stress: signs and
 /// magnitudes beyond [0,1)); kernelbench: KernelBench's distribution only, for comparability.
 enum class InputChecks { robust, kernelbench };
+template <>
+struct EnumNames<InputChecks> {
+  static constexpr std::string_view what = "input checks";
+  static constexpr EnumEntry<InputChecks> entries[] = {{InputChecks::robust, "robust"},
+                                                       {InputChecks::kernelbench, "kernelbench"}};
+  static constexpr std::string_view note =
+      "robust checks KernelBench's inputs and a stress trial, kernelbench KernelBench's inputs only";
+};
 std::string_view to_string(InputChecks);
 InputChecks parse_input_checks(std::string_view);  // InputError naming the legal values
 
@@ -59,6 +70,13 @@ struct EvalSettings {
 /// "strict" -> 1e-4, "legacy" -> 1e-2 (KernelBench v0/v0.1, the reports' era).
 double parse_tolerance(std::string_view text);
 
+/// A candidate with its record key (Evaluator::keyed): the one content hash the evaluator derives
+/// from a candidate, computed once and carried along (memo, resume, the record).
+struct KeyedCandidate {
+  Candidate candidate;
+  std::string key;
+};
+
 class Evaluator {
  public:
   explicit Evaluator(EvalSettings settings);
@@ -72,7 +90,12 @@ class Evaluator {
 
   /// Evaluates many: compiles them all on the thread pool, then checks and times them one by one.
   /// Candidates whose record is already in the attached log are skipped (resume). `actions`, when
-  /// given, holds each candidate's raw action and action info for its record (same length).
+  /// given, holds each candidate's raw action and action info for its record (same length). Each
+  /// candidate is hashed once (its key) and each task's spec looked up once.
+  std::vector<EvalRecord> evaluate_all(const std::vector<KeyedCandidate>& candidates,
+                                       const std::optional<std::string>& policy = std::nullopt,
+                                       const std::vector<std::pair<std::string, ActionInfo>>& actions = {});
+  /// The same for candidates not keyed yet.
   std::vector<EvalRecord> evaluate_all(const std::vector<Candidate>& candidates,
                                        const std::optional<std::string>& policy = std::nullopt,
                                        const std::vector<std::pair<std::string, ActionInfo>>& actions = {});
@@ -88,8 +111,10 @@ class Evaluator {
   /// Appends every record to `log` from now on (nullptr to stop). The log must outlive the use.
   void attach_log(RolloutLog* log) { log_ = log; }
 
-  /// The record key of a candidate under these settings (what resume looks up).
+  /// The record key of a candidate under these settings (what resume looks up): the one content
+  /// hash of a candidate. keyed() computes it once and keeps it with the candidate.
   std::string key(const Candidate& candidate);
+  KeyedCandidate keyed(Candidate candidate);
 
   /// Starts the worker when needed and asks its device. Throws kbrl::Error without a GPU.
   const DeviceInfo& device();
@@ -106,7 +131,7 @@ class Evaluator {
   /// A record with the fields every record has (task, key, action, policy, version, timestamp).
   EvalRecord new_record(const TaskSpec& spec, std::string key, const std::string& raw_action,
                         const ActionInfo& action, const std::optional<std::string>& policy) const;
-  EvalRecord finish(const Candidate& candidate, const CompileResult& compiled,
+  EvalRecord finish(const TaskSpec& spec, const KeyedCandidate& candidate, const CompileResult& compiled,
                     const std::string& raw_action, const std::optional<std::string>& policy,
                     const ActionInfo& action = {});
   std::string arch();

@@ -1,7 +1,6 @@
 #include "reward.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <set>
 
@@ -9,29 +8,6 @@
 
 namespace kbrl {
 namespace {
-
-constexpr std::array<std::pair<RewardKind, std::string_view>, 3> kKinds{{
-    {RewardKind::speedup, "speedup"},
-    {RewardKind::composite, "composite"},
-    {RewardKind::normalized, "normalized"},
-}};
-
-template <typename Enum, size_t N>
-std::string_view name_of(const std::array<std::pair<Enum, std::string_view>, N>& table, Enum v) {
-  for (const auto& [e, name] : table)
-    if (e == v) return name;
-  return "?";
-}
-
-template <typename Enum, size_t N>
-Enum parse_name(const std::array<std::pair<Enum, std::string_view>, N>& table,
-                std::string_view text, std::string_view what) {
-  for (const auto& [e, name] : table)
-    if (name == text) return e;
-  std::string legal;
-  for (const auto& [e, name] : table) legal += (legal.empty() ? "" : ", ") + std::string(name);
-  throw InputError(fmt::format("unknown {} '{}' (legal: {})", what, text, legal));
-}
 
 void check_config(const RewardConfig& config) {
   KBRL_CHECK_INPUT(config.r_max > 0.0, "reward r_max {} must be positive", config.r_max);
@@ -52,10 +28,8 @@ double normalized_reward(double speedup, double baseline, double clip) {
 
 }  // namespace
 
-std::string_view to_string(RewardKind kind) { return name_of(kKinds, kind); }
-RewardKind parse_reward_kind(std::string_view text) {
-  return parse_name(kKinds, text, "reward kind");
-}
+std::string_view to_string(RewardKind kind) { return enum_name(kind); }
+RewardKind parse_reward_kind(std::string_view text) { return parse_enum<RewardKind>(text); }
 
 double floor_ms(double flops, double min_bytes, const DevicePeaks& peaks, bool uses_tf32) {
   double seconds = 0.0;

@@ -23,11 +23,19 @@
 #include <string_view>
 #include <vector>
 
-#include "harness/precision_audit.h"  // PrecisionPolicy
+#include <harness/compile/precision_audit.h>  // PrecisionPolicy
+#include <kbrl/enum_names.h>
 
 namespace kbrl {
 
 enum class RewardKind { speedup, composite, normalized };
+template <>
+struct EnumNames<RewardKind> {
+  static constexpr std::string_view what = "reward kind";
+  static constexpr EnumEntry<RewardKind> entries[] = {{RewardKind::speedup, "speedup"},
+                                                      {RewardKind::composite, "composite"},
+                                                      {RewardKind::normalized, "normalized"}};
+};
 std::string_view to_string(RewardKind);
 RewardKind parse_reward_kind(std::string_view);  // throws InputError
 

@@ -28,12 +28,6 @@ std::pair<double, double> mean_and_std(It first, It last) {
   return {mean, std::sqrt(squares / (n - 1))};
 }
 
-constexpr std::array<std::pair<TimingMode, std::string_view>, 3> kModes{{
-    {TimingMode::fast, "fast"},
-    {TimingMode::full, "full"},
-    {TimingMode::adaptive, "adaptive"},
-}};
-
 }  // namespace
 
 double sorted_quantile(const std::vector<double>& sorted, double p) {
@@ -102,17 +96,8 @@ double relative_std(const RuntimeStats& stats) {
   return stats.std_ms / stats.mean_ms;
 }
 
-std::string_view to_string(TimingMode mode) {
-  for (const auto& [m, name] : kModes)
-    if (m == mode) return name;
-  return "?";
-}
-
-TimingMode parse_timing_mode(std::string_view text) {
-  for (const auto& [m, name] : kModes)
-    if (name == text) return m;
-  throw InputError(fmt::format("unknown timing mode '{}' (legal: fast, full, adaptive)", text));
-}
+std::string_view to_string(TimingMode mode) { return enum_name(mode); }
+TimingMode parse_timing_mode(std::string_view text) { return parse_enum<TimingMode>(text); }
 
 AdaptiveStopConfig stop_config(TimingMode mode) {
   const auto fixed = [](int64_t count) {
@@ -131,15 +116,7 @@ AdaptiveStopConfig stop_config(TimingMode mode) {
   KBRL_ASSERT(false, "unhandled timing mode {}", static_cast<int>(mode));
 }
 
-std::string_view to_string(StopReason reason) {
-  switch (reason) {
-    case StopReason::not_stopped: return "not_stopped";
-    case StopReason::converged: return "converged";
-    case StopReason::max_samples: return "max_samples";
-    case StopReason::time_budget: return "time_budget";
-  }
-  return "?";
-}
+std::string_view to_string(StopReason reason) { return enum_name(reason); }
 
 AdaptiveStop::AdaptiveStop(AdaptiveStopConfig config, Clock clock)
     : config_(config), clock_(std::move(clock)) {

@@ -11,6 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include <kbrl/enum_names.h>
+#include <kbrl/fast_p.h>  // SpeedupInterval, fast_event
+
 namespace kbrl {
 
 /// Summary of timing samples, all in milliseconds. The median is the primary statistic.
@@ -37,13 +40,6 @@ double relative_std(const RuntimeStats& stats);
 /// Linear-interpolation quantile of already sorted, non-empty samples; p in [0, 1].
 double sorted_quantile(const std::vector<double>& sorted, double p);
 
-/// A confidence interval of a speedup (reference time over candidate time).
-struct SpeedupInterval {
-  double low = 0.0;
-  double high = 0.0;
-  bool operator==(const SpeedupInterval&) const = default;
-};
-
 /// The smallest speed difference kbrl resolves: a speedup interval is never narrower than this on
 /// either side (x/1.01 to x*1.01). Measured on an H100 (results/h100-80gb-hbm3/noise.txt): the same
 /// candidates evaluated in two processes differ by 0.16% (sd of the log-speedup) although each
@@ -62,19 +58,6 @@ SpeedupInterval paired_speedup_interval(const std::vector<double>& reference_ms,
                                         const std::vector<double>& candidate_ms,
                                         double resolution = kSpeedupResolution);
 
-/// KernelBench's fast_p event: correct and speedup > p (strict). The one rule behind is_fast(record),
-/// the rollouts', the samples.csv rows' and the selection's events.
-inline bool fast_event(bool correct, double speedup, double p) { return correct && speedup > p; }
-/// The significant fast_p event: fast, and the lower end of the speedup's interval above p.
-inline bool significantly_fast_event(bool correct, double speedup, double interval_low, double p) {
-  return fast_event(correct, speedup, p) && interval_low > p;
-}
-/// The same with the interval itself; without one (not timed, an old record), never significant.
-inline bool significantly_fast_event(bool correct, double speedup, const std::optional<SpeedupInterval>& ci,
-                                     double p) {
-  return ci && significantly_fast_event(correct, speedup, ci->low, p);
-}
-
 /// Student's t distribution's 0.975 quantile at `df` >= 1 degrees of freedom (a table to 30, then a
 /// Cornish-Fisher expansion; 1.96 in the limit).
 double student_t_975(int64_t df);
@@ -84,6 +67,12 @@ enum class TimingMode {
   fast,      // 5 samples
   full,      // 50 samples
   adaptive,  // AdaptiveStopConfig's defaults
+};
+template <>
+struct EnumNames<TimingMode> {
+  static constexpr std::string_view what = "timing mode";
+  static constexpr EnumEntry<TimingMode> entries[] = {
+      {TimingMode::fast, "fast"}, {TimingMode::full, "full"}, {TimingMode::adaptive, "adaptive"}};
 };
 
 std::string_view to_string(TimingMode);
@@ -109,6 +98,14 @@ AdaptiveStopConfig stop_config(TimingMode mode);
 
 /// Why sampling stopped.
 enum class StopReason { not_stopped, converged, max_samples, time_budget };
+template <>
+struct EnumNames<StopReason> {
+  static constexpr std::string_view what = "stop reason";
+  static constexpr EnumEntry<StopReason> entries[] = {{StopReason::not_stopped, "not_stopped"},
+                                                      {StopReason::converged, "converged"},
+                                                      {StopReason::max_samples, "max_samples"},
+                                                      {StopReason::time_budget, "time_budget"}};
+};
 std::string_view to_string(StopReason);
 
 /// Fed one sample at a time; says when to stop. The rule, checked after each sample:

@@ -291,33 +291,10 @@ bool has_plan_line(const std::string& code) {
 
 }  // namespace
 
-std::string_view to_string(ActionKind k) {
-  switch (k) {
-    case ActionKind::knobs: return "knobs";
-    case ActionKind::text: return "text";
-  }
-  throw InternalError("unknown ActionKind");
-}
-
-ActionKind parse_action_kind(std::string_view s) {
-  for (ActionKind k : {ActionKind::knobs, ActionKind::text})
-    if (to_string(k) == s) return k;
-  throw InputError(fmt::format("unknown action kind '{}' (knobs, text)", s));
-}
-
-std::string_view to_string(TextStyle s) {
-  switch (s) {
-    case TextStyle::body: return "body";
-    case TextStyle::file: return "file";
-  }
-  throw InternalError("unknown TextStyle");
-}
-
-TextStyle parse_text_style(std::string_view s) {
-  for (TextStyle t : {TextStyle::body, TextStyle::file})
-    if (to_string(t) == s) return t;
-  throw InputError(fmt::format("unknown prompt style '{}' (body, file)", s));
-}
+std::string_view to_string(ActionKind k) { return enum_name(k); }
+ActionKind parse_action_kind(std::string_view s) { return parse_enum<ActionKind>(s); }
+std::string_view to_string(TextStyle s) { return enum_name(s); }
+TextStyle parse_text_style(std::string_view s) { return parse_enum<TextStyle>(s); }
 
 std::string extract_code(std::string_view raw) {
   const std::string text = normalize_newlines(raw);
@@ -352,6 +329,7 @@ std::string extract_code(std::string_view raw) {
 
 Realized realize(const TaskSpec& task, const Action& action) {
   Realized r;
+  r.raw = action.kind == ActionKind::text ? action.text : action.config.str();
   if (action.kind == ActionKind::knobs) {
     r.candidate = generator_for(task.id).generate(task, action.config);
     return r;

@@ -1,5 +1,5 @@
 #pragma once
-// Actions and the one place they become Candidates (DESIGN.md, the way data flows). An action is
+// Actions and the one place they become Candidates (docs/design.md, the way data flows). An action is
 // either the knob configuration of a task's generator (the schedule policy and the baselines) or a
 // language model's text. `realize` turns either into a Candidate; the experiment environment,
 // `kbrl sweep` and `kbrl replay` all call it, and nothing else builds candidates from actions.
@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include <kbrl/enum_names.h>
 #include <reference/task.h>
 
 #include "candidate.h"
@@ -15,6 +16,12 @@
 namespace kbrl {
 
 enum class ActionKind { knobs, text };
+template <>
+struct EnumNames<ActionKind> {
+  static constexpr std::string_view what = "action kind";
+  static constexpr EnumEntry<ActionKind> entries[] = {{ActionKind::knobs, "knobs"},
+                                                      {ActionKind::text, "text"}};
+};
 std::string_view to_string(ActionKind);
 ActionKind parse_action_kind(std::string_view);  // throws InputError naming the values
 
@@ -35,11 +42,18 @@ enum class TextStyle {
   body,  // the BODY of the scaffold's forward kernel, optionally after helper device functions
   file,  // a complete candidate file with `// kbrl:` plan lines (kernels/candidate_file.h)
 };
+template <>
+struct EnumNames<TextStyle> {
+  static constexpr std::string_view what = "prompt style";
+  static constexpr EnumEntry<TextStyle> entries[] = {{TextStyle::body, "body"},
+                                                     {TextStyle::file, "file"}};
+};
 std::string_view to_string(TextStyle);
 TextStyle parse_text_style(std::string_view);  // throws InputError naming the values
 
 /// What realize() made of an action.
 struct Realized {
+  std::string raw;                     // the action as a record keeps it: the text, or "k=v,..."
   std::optional<Candidate> candidate;  // absent when the text yields no candidate
   std::string code;                    // text: the extracted code; knobs: empty
   std::optional<TextStyle> style;      // text: how the code was read

@@ -1,5 +1,5 @@
 #pragma once
-// The candidate contract (DESIGN.md): device code only, plus a launch plan over a fixed vocabulary
+// The candidate contract (docs/design.md): device code only, plus a launch plan over a fixed vocabulary
 // of arguments. The harness owns buffers, the stream, launches and timing; a candidate cannot run
 // host code. Every action (a generator's knobs, an LLM's text) ends as one of these.
 #include <cstddef>
@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <kbrl/enum_names.h>
 
 namespace kbrl {
 
@@ -21,10 +23,24 @@ enum class ArgKind {
   i32,          // an int constant
   i64,          // a long long constant
 };
+template <>
+struct EnumNames<ArgKind> {  // the names of the JSON form (candidate_json.h)
+  static constexpr std::string_view what = "argument kind";
+  static constexpr EnumEntry<ArgKind> entries[] = {
+      {ArgKind::input, "input"},
+      {ArgKind::parameter, "parameter"},
+      {ArgKind::output, "output"},
+      {ArgKind::scratch, "scratch"},
+      {ArgKind::task_scalar, "task_scalar"},
+      {ArgKind::f32, "f32"},
+      {ArgKind::i32, "i32"},
+      {ArgKind::i64, "i64"},
+  };
+};
 
 /// The bytes the harness passes for an argument of this kind: 8 for a tensor or scratch pointer and
 /// for i64, 4 for f32, i32 and a task scalar (passed as float). A kernel parameter of another size
-/// cannot take it (harness/kernel_params.h checks plans against the compiled kernels).
+/// cannot take it (harness/compile/kernel_params.h checks plans against the compiled kernels).
 int arg_bytes(ArgKind kind);
 
 struct KernelArg {
@@ -62,7 +78,7 @@ struct Candidate {
   std::string source;                // one CUDA C++ translation unit, compiled by NVRTC
   std::vector<Launch> launches;      // executed in order
   std::vector<ScratchBuffer> scratch;
-  std::vector<std::string> options;  // from the allowed list only (see harness/compile.h)
+  std::vector<std::string> options;  // from the allowed list only (see harness/compile/compile.h)
   bool operator==(const Candidate&) const = default;
 };
 

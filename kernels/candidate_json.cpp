@@ -1,7 +1,5 @@
 #include "candidate_json.h"
 
-#include <array>
-
 #include <nlohmann/json.hpp>
 
 #include <kbrl/error.h>
@@ -9,37 +7,14 @@
 namespace kbrl {
 namespace {
 
-constexpr std::array<std::pair<ArgKind, std::string_view>, 8> kArgKinds{{
-    {ArgKind::input, "input"},
-    {ArgKind::parameter, "parameter"},
-    {ArgKind::output, "output"},
-    {ArgKind::scratch, "scratch"},
-    {ArgKind::task_scalar, "task_scalar"},
-    {ArgKind::f32, "f32"},
-    {ArgKind::i32, "i32"},
-    {ArgKind::i64, "i64"},
-}};
-
 bool has_index(ArgKind kind) {
   return kind != ArgKind::f32 && kind != ArgKind::i32 && kind != ArgKind::i64;
 }
 
 }  // namespace
 
-std::string_view to_string(ArgKind kind) {
-  for (const auto& [k, name] : kArgKinds)
-    if (k == kind) return name;
-  return "?";
-}
-
-ArgKind parse_arg_kind(std::string_view text) {
-  std::string names;
-  for (const auto& [k, name] : kArgKinds) {
-    if (name == text) return k;
-    names += (names.empty() ? "" : ", ") + std::string(name);
-  }
-  throw InputError(fmt::format("unknown argument kind '{}': expected one of {}", text, names));
-}
+std::string_view to_string(ArgKind kind) { return enum_name(kind); }
+ArgKind parse_arg_kind(std::string_view text) { return parse_enum<ArgKind>(text); }
 
 void to_json(nlohmann::json& j, const KernelArg& arg) {
   j = {{"kind", to_string(arg.kind)}};

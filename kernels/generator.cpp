@@ -4,17 +4,17 @@
 
 #include <kbrl/error.h>
 
-#include "generators/attention.h"
-#include "generators/conv.h"
-#include "generators/conv_transposed.h"
-#include "generators/elementwise.h"
-#include "generators/gemm.h"
-#include "generators/loss.h"
-#include "generators/norm.h"
-#include "generators/pooling.h"
-#include "generators/reduction.h"
-#include "generators/scan.h"
-#include "generators/softmax.h"
+#include <kernels/generators/attention.h>
+#include <kernels/generators/conv.h>
+#include <kernels/generators/conv_transposed.h>
+#include <kernels/generators/elementwise.h>
+#include <kernels/generators/gemm.h>
+#include <kernels/generators/loss.h>
+#include <kernels/generators/norm.h>
+#include <kernels/generators/pooling.h>
+#include <kernels/generators/reduction.h>
+#include <kernels/generators/scan.h>
+#include <kernels/generators/softmax.h>
 
 namespace kbrl {
 namespace {

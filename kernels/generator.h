@@ -1,5 +1,5 @@
 #pragma once
-// Parametric kernel generators, one per operator family (DESIGN.md, Policies): a generator maps a
+// Parametric kernel generators, one per operator family (docs/design.md, Policies): a generator maps a
 // task and a configuration of its knob space to a Candidate, through the same contract an LLM's
 // action uses. The schedule policy samples configurations token by token (knob_space.h).
 #include <string>

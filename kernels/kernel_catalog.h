@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include <harness/outcome.h>  // the enum only (nothing of kbrl::harness is linked)
+#include <kbrl/outcome.h>
 
 namespace kbrl {
 

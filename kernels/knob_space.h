@@ -1,5 +1,5 @@
 #pragma once
-// Knob spaces of the kernel generators (DESIGN.md, Policies): the schedule policy's action is one
+// Knob spaces of the kernel generators (docs/design.md, Policies): the schedule policy's action is one
 // decision per knob, in a fixed order, and a generator turns the decisions into a Candidate.
 //
 // A KnobSpace is an ordered list of knobs, each with an ordered list of values, and constraints

@@ -1,5 +1,5 @@
 #pragma once
-// The scaffolded action space (DESIGN.md): an action that is only the BODY of the forward kernel.
+// The scaffolded action space (docs/design.md): an action that is only the BODY of the forward kernel.
 // The scaffold wraps it in a prelude holding the task's shapes as constexpr constants and a fixed
 // kernel signature, and gives it a one-launch plan.
 #include <cstdint>
@@ -28,7 +28,7 @@ struct ScaffoldOptions {
   uint32_t shared_bytes = 0;
   /// Device code placed between the prelude and the kernel (helper __device__ functions).
   std::string helpers;
-  std::vector<std::string> options;  // compile options (allowed list: harness/compile.h)
+  std::vector<std::string> options;  // compile options (allowed list: harness/compile/compile.h)
   /// When set, `#line` directives map the helpers and the body back to the lines of this file, so
   /// NVRTC's messages name the user's file and line. 0 means no directives.
   std::string file_name;

@@ -14,11 +14,7 @@
 namespace kbrl {
 namespace {
 
-uint64_t stream_seed(uint64_t seed, int task_id) {
-  uint64_t s = seed ^ (0xD1B54A32D192ED03ULL * static_cast<uint64_t>(task_id + 1));
-  splitmix64(s);
-  return s;
-}
+uint64_t stream_seed(uint64_t seed, int task_id) { return derive_seed(seed, {task_id}); }
 
 /// The token vectors of every legal configuration (cached per task id).
 const std::vector<std::vector<int>>& all_tokens(const TaskSpec& task) {

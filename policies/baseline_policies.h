@@ -1,5 +1,5 @@
 #pragma once
-// Baseline policies (DESIGN.md, Policies): uniform-random over legal configurations, heuristic
+// Baseline policies (docs/design.md, Policies): uniform-random over legal configurations, heuristic
 // (the generators' expert configuration plus noise) and greedy decoding of another policy. Their
 // per-token log-probabilities are exact, so they can be scored, selected among and distilled
 // from like the learned policy.

@@ -1,5 +1,5 @@
 #pragma once
-// The endpoint policy (DESIGN.md, Policies): a language model behind an OpenAI-compatible server
+// The endpoint policy (docs/design.md, Policies): a language model behind an OpenAI-compatible server
 // (vLLM, SGLang, llama.cpp's llama-server) writes the action as text. Each sample is one request
 // with its own seed (derived from the call's seed and the sample's index), so a sample does not
 // depend on how many others are drawn or in what order they finish. Per-token log-probs are the
@@ -38,6 +38,8 @@
 #include <string_view>
 #include <vector>
 
+#include <kbrl/enum_names.h>
+
 #include "http_client.h"
 #include "policy.h"
 #include "prompt.h"
@@ -48,6 +50,21 @@ enum class EndpointApi { chat, completions };
 /// Whose conventions to use for scoring text and sampling extras. `auto` asks the server once
 /// (llama.cpp answers GET /props; vLLM and SGLang do not).
 enum class ServerKind { auto_detect, openai, vllm, sglang, llamacpp };
+template <>
+struct EnumNames<EndpointApi> {
+  static constexpr std::string_view what = "endpoint API";
+  static constexpr EnumEntry<EndpointApi> entries[] = {{EndpointApi::chat, "chat"},
+                                                       {EndpointApi::completions, "completions"}};
+};
+template <>
+struct EnumNames<ServerKind> {
+  static constexpr std::string_view what = "server kind";
+  static constexpr EnumEntry<ServerKind> entries[] = {{ServerKind::auto_detect, "auto"},
+                                                      {ServerKind::openai, "openai"},
+                                                      {ServerKind::vllm, "vllm"},
+                                                      {ServerKind::sglang, "sglang"},
+                                                      {ServerKind::llamacpp, "llamacpp"}};
+};
 std::string_view to_string(EndpointApi);
 std::string_view to_string(ServerKind);
 

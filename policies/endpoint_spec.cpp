@@ -9,24 +9,8 @@
 
 namespace kbrl {
 
-std::string_view to_string(EndpointApi api) {
-  switch (api) {
-    case EndpointApi::chat: return "chat";
-    case EndpointApi::completions: return "completions";
-  }
-  throw InternalError("unknown EndpointApi");
-}
-
-std::string_view to_string(ServerKind kind) {
-  switch (kind) {
-    case ServerKind::auto_detect: return "auto";
-    case ServerKind::openai: return "openai";
-    case ServerKind::vllm: return "vllm";
-    case ServerKind::sglang: return "sglang";
-    case ServerKind::llamacpp: return "llamacpp";
-  }
-  throw InternalError("unknown ServerKind");
-}
+std::string_view to_string(EndpointApi api) { return enum_name(api); }
+std::string_view to_string(ServerKind kind) { return enum_name(kind); }
 
 uint32_t endpoint_sample_seed(uint64_t seed, int index) {
   KBRL_CHECK_INPUT(index >= 0, "sample index must be >= 0, got {}", index);
@@ -108,18 +92,13 @@ EndpointOptions parse_endpoint_spec(std::string_view spec) {
     if (key == "model") {
       o.model = value;
     } else if (key == "api") {
-      if (value == "chat") o.api = EndpointApi::chat;
-      else if (value == "completions") o.api = EndpointApi::completions;
-      else throw InputError(fmt::format("policy spec: api={} is not one of chat, completions", value));
+      const auto api = find_enum<EndpointApi>(value);
+      KBRL_CHECK_INPUT(api, "policy spec: api={} is not one of {}", value, enum_names_list<EndpointApi>());
+      o.api = *api;
     } else if (key == "server") {
-      bool found = false;
-      for (ServerKind k : {ServerKind::auto_detect, ServerKind::openai, ServerKind::vllm, ServerKind::sglang,
-                           ServerKind::llamacpp})
-        if (to_string(k) == value) {
-          o.server = k;
-          found = true;
-        }
-      KBRL_CHECK_INPUT(found, "policy spec: server={} is not one of auto, openai, vllm, sglang, llamacpp", value);
+      const auto server = find_enum<ServerKind>(value);
+      KBRL_CHECK_INPUT(server, "policy spec: server={} is not one of {}", value, enum_names_list<ServerKind>());
+      o.server = *server;
     } else if (key == "max_tokens") {
       o.max_tokens = parse_int(key, value, 1, 1 << 24);
     } else if (key == "top_p") {

@@ -32,19 +32,7 @@ const KnobSpace& knob_space_of(const TaskSpec& task) {
   return *it->second;
 }
 
-std::string_view to_string(Aggregation a) {
-  switch (a) {
-    case Aggregation::sequence_mean: return "sequence_mean";
-    case Aggregation::token_mean: return "token_mean";
-    case Aggregation::constant: return "constant";
-  }
-  throw InternalError("unknown Aggregation");
-}
-
-Aggregation parse_aggregation(std::string_view text) {
-  for (Aggregation a : {Aggregation::sequence_mean, Aggregation::token_mean, Aggregation::constant})
-    if (to_string(a) == text) return a;
-  throw InputError(fmt::format("unknown aggregation '{}' (sequence_mean, token_mean, constant)", text));
-}
+std::string_view to_string(Aggregation a) { return enum_name(a); }
+Aggregation parse_aggregation(std::string_view text) { return parse_enum<Aggregation>(text); }
 
 }  // namespace kbrl

@@ -1,5 +1,5 @@
 #pragma once
-// The Policy interface (DESIGN.md, Policies). A policy's action for a task is either one token per
+// The Policy interface (docs/design.md, Policies). A policy's action for a task is either one token per
 // knob of the task's generator space (kernels/knob_space.h), sampled in the space's order (the
 // schedule policy and the baselines), or a language model's text with its token ids (the endpoint
 // policy); a sample carries its tokens, the per-token log-probabilities under the sampling
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <kbrl/enum_names.h>
 #include <kernels/action.h>
 #include <kernels/knob_space.h>
 #include <reference/task.h>
@@ -111,6 +112,13 @@ enum class Aggregation {
   sequence_mean,  // GRPO (Shao et al. 2024): mean over a sequence's tokens, then over sequences
   token_mean,     // every token of the batch weighted equally (DAPO, TRL's default)
   constant,       // Dr. GRPO (Liu et al. 2025): the sum over all tokens / (sequences * a constant)
+};
+template <>
+struct EnumNames<Aggregation> {
+  static constexpr std::string_view what = "aggregation";
+  static constexpr EnumEntry<Aggregation> entries[] = {{Aggregation::sequence_mean, "sequence_mean"},
+                                                       {Aggregation::token_mean, "token_mean"},
+                                                       {Aggregation::constant, "constant"}};
 };
 std::string_view to_string(Aggregation);
 Aggregation parse_aggregation(std::string_view);  // throws InputError naming the values

@@ -13,7 +13,7 @@
 namespace kbrl {
 namespace {
 
-// harness/compile_flags.h's kAllowedOptionsText, restated: policies/ does not depend on the harness.
+// harness/compile/compile_flags.h's kAllowedOptionsText, restated: policies/ does not depend on the harness.
 constexpr std::string_view kAllowedOptions =
     "--use_fast_math, -ftz=true|false, -prec-div=true|false, -prec-sqrt=true|false, "
     "-fmad=true|false, --extra-device-vectorization, -maxrregcount=N (16..255), -lineinfo";
@@ -270,19 +270,8 @@ std::string task_section(const TaskSpec& task, TextStyle style) {
 
 }  // namespace
 
-std::string_view to_string(SystemPrompt s) {
-  switch (s) {
-    case SystemPrompt::reasoning: return "reasoning";
-    case SystemPrompt::none: return "none";
-  }
-  throw InternalError("unknown SystemPrompt");
-}
-
-SystemPrompt parse_system_prompt(std::string_view s) {
-  for (SystemPrompt p : {SystemPrompt::reasoning, SystemPrompt::none})
-    if (to_string(p) == s) return p;
-  throw InputError(fmt::format("unknown system prompt '{}' (reasoning, none)", s));
-}
+std::string_view to_string(SystemPrompt s) { return enum_name(s); }
+SystemPrompt parse_system_prompt(std::string_view s) { return parse_enum<SystemPrompt>(s); }
 
 std::string Prompt::text() const { return system.empty() ? user : system + "\n\n" + user; }
 

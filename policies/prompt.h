@@ -1,5 +1,5 @@
 #pragma once
-// The prompts a language-model policy sends (DESIGN.md, Policies): the task (operator, shapes,
+// The prompts a language-model policy sends (docs/design.md, Policies): the task (operator, shapes,
 // dtypes, the reference semantics in our words), the contract (what the harness owns, the allowed
 // compile options, the scaffold or the candidate-file format), K worked examples of other tasks
 // from kernels/known_good/, an optional system prompt with reasoning guidance (report 000), and for
@@ -10,18 +10,25 @@
 #include <string>
 #include <string_view>
 
+#include <kbrl/enum_names.h>
 #include <kernels/action.h>
 #include <reference/task.h>
 
 namespace kbrl {
 
 enum class SystemPrompt { reasoning, none };
+template <>
+struct EnumNames<SystemPrompt> {
+  static constexpr std::string_view what = "system prompt";
+  static constexpr EnumEntry<SystemPrompt> entries[] = {{SystemPrompt::reasoning, "reasoning"},
+                                                        {SystemPrompt::none, "none"}};
+};
 std::string_view to_string(SystemPrompt);
 SystemPrompt parse_system_prompt(std::string_view);  // throws InputError naming the values
 
 /// What a teacher prompt tells of a rollout: its execution feedback, never its code.
 struct PromptFeedback {
-  std::string outcome;      // e.g. "compile_error", "wrong_answer", "ok" (harness/outcome.h)
+  std::string outcome;      // e.g. "compile_error", "wrong_answer", "ok" (kbrl/outcome.h)
   std::string detail;       // the outcome's detail, as the record has it
   std::string compile_log;  // NVRTC's log; the prompt shows an excerpt
   std::optional<double> speedup;       // correctness-gated

@@ -21,12 +21,7 @@ std::vector<Sample> SchedulePolicy::sample(const TaskSpec& task, int n, double t
   std::vector<std::vector<int>> tokens(static_cast<size_t>(n));
   // One stream per sample, so sample i does not depend on n.
   std::vector<uint64_t> states;
-  for (int i = 0; i < n; ++i) {
-    uint64_t s = seed ^ (0xD1B54A32D192ED03ULL * static_cast<uint64_t>(task.id + 1)) ^
-                 (0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(i + 1));
-    splitmix64(s);
-    states.push_back(s);
-  }
+  for (int i = 0; i < n; ++i) states.push_back(derive_seed(seed, {task.id, i}));
   torch::Tensor h = m.initial_state(t, n, true, nullptr);
   torch::Tensor prev = m.zeros_embedding(n);
   for (size_t k = 0; k < space.knobs().size(); ++k) {

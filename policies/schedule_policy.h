@@ -1,5 +1,5 @@
 #pragma once
-// The schedule policy (DESIGN.md, Policies): a small libtorch network that encodes a task's
+// The schedule policy (docs/design.md, Policies): a small libtorch network that encodes a task's
 // features (policies/task_features.h) and decodes its generator's knob tokens autoregressively,
 // one decision per knob in the space's order, sampling only values with a legal completion.
 //

@@ -1,5 +1,5 @@
 #pragma once
-// Task features the schedule policy conditions on (DESIGN.md, Policies): operator family, log
+// Task features the schedule policy conditions on (docs/design.md, Policies): operator family, log
 // sizes, arithmetic intensity, dtype. Plain numbers, roughly in [-1, 1], so any network can read
 // them; the order is fixed (task_feature_names()).
 #include <string_view>

@@ -24,10 +24,7 @@ std::vector<int> eval_ids() {
   for (int id : task_ids())
     if (std::find(eval.begin(), eval.end(), id) == eval.end()) rest.push_back(id);
   uint64_t state = kSplitSeed;
-  for (size_t i = rest.size(); i > 1; --i) {
-    const size_t j = static_cast<size_t>(splitmix64(state) % i);
-    std::swap(rest[i - 1], rest[j]);
-  }
+  shuffle(rest, state);
   for (size_t i = 0; eval.size() < kEvalSize && i < rest.size(); ++i) eval.push_back(rest[i]);
   std::sort(eval.begin(), eval.end());
   return eval;

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include <kbrl/enum_names.h>
+
 namespace kbrl {
 
 enum class DType { f32, i64, b8 };
@@ -24,6 +26,37 @@ enum class Family {
   attention,
 };
 
+
+template <>
+struct EnumNames<DType> {
+  static constexpr std::string_view what = "dtype";
+  static constexpr EnumEntry<DType> entries[] = {
+      {DType::f32, "float32"}, {DType::i64, "int64"}, {DType::b8, "bool"}};
+};
+template <>
+struct EnumNames<Scale> {
+  static constexpr std::string_view what = "scale";
+  static constexpr EnumEntry<Scale> entries[] = {{Scale::kernelbench, "kernelbench"},
+                                                 {Scale::small, "small"}};
+};
+template <>
+struct EnumNames<Family> {
+  static constexpr std::string_view what = "operator family";
+  static constexpr EnumEntry<Family> entries[] = {
+      {Family::gemm, "gemm"},
+      {Family::elementwise, "elementwise"},
+      {Family::softmax, "softmax"},
+      {Family::norm, "norm"},
+      {Family::reduction, "reduction"},
+      {Family::arg_reduction, "arg_reduction"},
+      {Family::pooling, "pooling"},
+      {Family::scan, "scan"},
+      {Family::loss, "loss"},
+      {Family::conv, "conv"},
+      {Family::attention, "attention"},
+  };
+};
+
 std::string_view to_string(DType);
 std::string_view to_string(Scale);
 std::string_view to_string(Family);
@@ -35,6 +68,12 @@ int64_t dtype_size(DType);
 /// draws them (mostly uniform [0,1)). stress: the task's own set, with signs and magnitudes well
 /// beyond [0,1) where the operator stays well defined in fp32 (reference/README.md lists them).
 enum class InputSet { kernelbench, stress };
+template <>
+struct EnumNames<InputSet> {
+  static constexpr std::string_view what = "input set";
+  static constexpr EnumEntry<InputSet> entries[] = {{InputSet::kernelbench, "kernelbench"},
+                                                    {InputSet::stress, "stress"}};
+};
 std::string_view to_string(InputSet);
 InputSet parse_input_set(std::string_view);  // throws InputError naming the legal values
 

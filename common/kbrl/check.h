@@ -1,6 +1,6 @@
 #pragma once
-// The generic check macro every API family builds its own from (STYLE.md: one check macro per API
-// family, built from one generic macro). A family macro is one line, for example
+// The generic check macro every API family builds its own from (one check macro per API family,
+// each built from this one). A family macro is one line, for example
 //   #define KBRL_NVRTC_CHECK(call) KBRL_API_CHECK("NVRTC", call, NVRTC_SUCCESS, nvrtcGetErrorString)
 //   #define KBRL_CU_CHECK(call)    KBRL_API_CHECK("CUDA driver", call, CUDA_SUCCESS, describe_cu)
 // A failure throws kbrl::ApiError carrying the API, the call's text, the status, file and line.

@@ -10,7 +10,8 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
-#include <kbrl/error.h>
+
+#include "error.h"
 
 namespace kbrl::cli {
 

@@ -1,5 +1,5 @@
 #pragma once
-// kbrl's error taxonomy. Two channels (see DESIGN.md): a candidate's failure is an Outcome in its
+// kbrl's error taxonomy. Two channels (see docs/design.md): a candidate's failure is an Outcome in its
 // record, never an exception; a harness fault or bad user input is one of these exceptions.
 #include <stdexcept>
 #include <string>

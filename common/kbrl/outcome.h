@@ -1,8 +1,11 @@
 #pragma once
-// The outcome of one evaluation: exactly one value of this enum plus its detail (DESIGN.md).
-// Expected candidate failures are data, never exceptions.
+// The outcome of one evaluation: exactly one value of this enum plus its detail (docs/design.md).
+// Expected candidate failures are data, never exceptions. In common because both the candidate side
+// (kernels/kernel_catalog.h: what a catalog kernel must yield) and the harness use it.
 #include <string>
 #include <string_view>
+
+#include "enum_names.h"
 
 namespace kbrl {
 
@@ -23,6 +26,26 @@ enum class Outcome {
   not_run,  // compiled, but there is no GPU to run it (compile-only evaluation, e.g. with --arch)
 };
 
+template <>
+struct EnumNames<Outcome> {
+  static constexpr std::string_view what = "outcome";
+  static constexpr EnumEntry<Outcome> entries[] = {
+      {Outcome::ok, "ok"},
+      {Outcome::format_error, "format_error"},
+      {Outcome::compile_error, "compile_error"},
+      {Outcome::load_error, "load_error"},
+      {Outcome::launch_error, "launch_error"},
+      {Outcome::runtime_error, "runtime_error"},
+      {Outcome::timeout, "timeout"},
+      {Outcome::wrong_shape, "wrong_shape"},
+      {Outcome::wrong_answer, "wrong_answer"},
+      {Outcome::nondeterministic, "nondeterministic"},
+      {Outcome::input_mutated, "input_mutated"},
+      {Outcome::guard_violation, "guard_violation"},
+      {Outcome::impossible, "impossible"},
+      {Outcome::not_run, "not_run"},
+  };
+};
 
 std::string_view to_string(Outcome);
 Outcome parse_outcome(std::string_view);  // throws InputError

@@ -1,5 +1,6 @@
 #pragma once
-// SHA-256 (FIPS 180-4), for the compile cache's content keys and its entries' checksums.
+// SHA-256 (FIPS 180-4): the compile cache's content keys and checksums, the rollout log's record
+// keys, the generator tests' digests. A general utility, so it lives in common (kbrl::common).
 #include <array>
 #include <cstdint>
 #include <string>

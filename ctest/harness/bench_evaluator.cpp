@@ -11,13 +11,13 @@
 #include <map>
 #include <memory>
 
-#include "harness/compile.h"
-#include "harness/compile_cache.h"
-#include "harness/evaluator.h"
-#include "harness/gpu_session.h"
-#include "kernels/candidate_file.h"
-#include "kernels/kernel_catalog.h"
-#include "reference/task_registry.h"
+#include <harness/compile/compile.h>
+#include <harness/compile/compile_cache.h>
+#include <harness/evaluator.h>
+#include <harness/gpu/gpu_session.h>
+#include <kernels/candidate_file.h>
+#include <kernels/kernel_catalog.h>
+#include <reference/task_registry.h>
 
 namespace kbrl {
 namespace {

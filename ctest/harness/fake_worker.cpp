@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "harness/worker.h"
+#include <harness/worker/worker.h>
 
 namespace {
 

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "harness/eval_record.h"
-#include "kernels/candidate.h"
+#include <harness/record/eval_record.h>
+#include <kernels/candidate.h>
 
 namespace kbrl::testing {
 

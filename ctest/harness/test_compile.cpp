@@ -1,13 +1,13 @@
-// The compile stage (harness/compile.h): success, structured failures with their log, the option
+// The compile stage (harness/compile/compile.h): success, structured failures with their log, the option
 // and include allowlists, the size limit, the time and memory limits, and NVRTC API faults.
 #include <chrono>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <harness/compile.h>
-#include <harness/compile_flags.h>
-#include <harness/source_scan.h>
+#include <harness/compile/compile.h>
+#include <harness/compile/compile_flags.h>
+#include <harness/compile/source_scan.h>
 #include <kbrl/error.h>
 
 #include "harness_testing.h"

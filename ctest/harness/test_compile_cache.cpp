@@ -1,4 +1,4 @@
-// The content-addressed compile cache (harness/compile_cache.h) and its SHA-256 (harness/sha256.h).
+// The content-addressed compile cache (harness/compile/compile_cache.h) and its SHA-256 (harness/sha256.h).
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <harness/compile_cache.h>
-#include <harness/sha256.h>
+#include <harness/compile/compile_cache.h>
+#include <kbrl/sha256.h>
 
 #include "harness_testing.h"
 

@@ -6,7 +6,7 @@
 #include <kbrl/error.h>
 #include <nlohmann/json.hpp>
 
-#include "harness/eval_record.h"
+#include <harness/record/eval_record.h>
 #include "harness_testing.h"
 
 namespace kbrl {

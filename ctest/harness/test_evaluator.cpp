@@ -6,10 +6,10 @@
 
 #include <kbrl/error.h>
 
-#include "harness/evaluator.h"
-#include "harness/rollout_log.h"
-#include "kernels/candidate_file.h"
-#include "reference/task_registry.h"
+#include <harness/evaluator.h>
+#include <harness/record/rollout_log.h>
+#include <kernels/candidate_file.h>
+#include <reference/task_registry.h>
 
 namespace kbrl {
 namespace {

@@ -6,13 +6,13 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "harness/evaluator.h"
-#include "harness/gpu_session.h"
-#include "harness/rollout_log.h"
-#include "kernels/action.h"
-#include "kernels/candidate_file.h"
-#include "kernels/kernel_catalog.h"
-#include "reference/task_registry.h"
+#include <harness/evaluator.h>
+#include <harness/gpu/gpu_session.h>
+#include <harness/record/rollout_log.h>
+#include <kernels/action.h>
+#include <kernels/candidate_file.h>
+#include <kernels/kernel_catalog.h>
+#include <reference/task_registry.h>
 
 namespace kbrl {
 namespace {

@@ -5,9 +5,9 @@
 
 #include <kbrl/error.h>
 
-#include "harness/compare_kernel.h"
-#include "harness/gpu_protocol.h"
-#include "reference/task_registry.h"
+#include <harness/gpu/compare_kernel.h>
+#include <harness/worker/gpu_protocol.h>
+#include <reference/task_registry.h>
 
 namespace kbrl {
 namespace {

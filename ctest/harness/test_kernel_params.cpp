@@ -1,4 +1,4 @@
-// The compiled kernels' parameter lists (harness/kernel_params.h), read from cubins NVRTC makes
+// The compiled kernels' parameter lists (harness/compile/kernel_params.h), read from cubins NVRTC makes
 // for several architectures (no GPU needed), and launch plans checked against them: matching plans
 // pass, a wrong argument count or size is named, a malformed cubin is an InputError (never a
 // crash), and every plan kbrl itself makes (the catalogue, each generator's expert configuration)
@@ -13,9 +13,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <harness/compile.h>
-#include <harness/compile_pool.h>
-#include <harness/kernel_params.h>
+#include <harness/compile/compile.h>
+#include <harness/compile/compile_pool.h>
+#include <harness/compile/kernel_params.h>
 #include <kbrl/error.h>
 #include <kernels/candidate_file.h>
 #include <kernels/generator.h>

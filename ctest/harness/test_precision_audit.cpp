@@ -1,4 +1,4 @@
-// The precision audit (harness/precision_audit.h): real NVRTC output for precise, fast-math, fp16,
+// The precision audit (harness/compile/precision_audit.h): real NVRTC output for precise, fast-math, fp16,
 // bf16 and tf32 kernels, and the rules on hand-written PTX and SASS lines.
 #include <algorithm>
 #include <cstdlib>
@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include <harness/compile.h>
-#include <harness/precision_audit.h>
+#include <harness/compile/compile.h>
+#include <harness/compile/precision_audit.h>
 #include <kbrl/error.h>
 
 #include "harness_testing.h"

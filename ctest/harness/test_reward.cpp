@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <kbrl/error.h>
 
-#include "harness/reward.h"
+#include <harness/reward.h>
 
 namespace kbrl {
 namespace {

@@ -11,8 +11,8 @@
 #include <kbrl/error.h>
 #include <nlohmann/json.hpp>
 
-#include "harness/rollout_log.h"
-#include "kernels/candidate_json.h"
+#include <harness/record/rollout_log.h>
+#include <kernels/candidate_json.h>
 #include "harness_testing.h"
 
 namespace kbrl {

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <kbrl/error.h>
 
-#include "harness/stats.h"
+#include <harness/stats.h>
 
 namespace kbrl {
 namespace {

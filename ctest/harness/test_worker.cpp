@@ -11,8 +11,8 @@
 #include <gtest/gtest.h>
 #include <kbrl/error.h>
 
-#include "harness/worker.h"
-#include "harness/worker_process.h"
+#include <harness/worker/worker.h>
+#include <harness/worker/worker_process.h>
 
 namespace kbrl {
 namespace {

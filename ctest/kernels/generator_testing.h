@@ -22,9 +22,9 @@
 
 #include <gtest/gtest.h>
 
-#include <harness/compile.h>
-#include <harness/compile_cache.h>
-#include <harness/compile_pool.h>
+#include <harness/compile/compile.h>
+#include <harness/compile/compile_cache.h>
+#include <harness/compile/compile_pool.h>
 #include <kbrl/error.h>
 #include <kernels/candidate_file.h>
 #include <kernels/generator.h>

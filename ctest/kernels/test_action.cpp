@@ -3,7 +3,7 @@
 // bodies compile with NVRTC (no GPU needed).
 #include <gtest/gtest.h>
 
-#include <harness/compile.h>
+#include <harness/compile/compile.h>
 #include <kbrl/error.h>
 #include <kernels/action.h>
 #include <kernels/generator.h>

@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "harness/evaluator.h"
-#include "harness/gpu_session.h"
-#include "kernels/generator.h"
-#include "reference/task_registry.h"
+#include <harness/evaluator.h>
+#include <harness/gpu/gpu_session.h>
+#include <kernels/generator.h>
+#include <reference/task_registry.h>
 
 namespace kbrl {
 namespace {

@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include <harness/sha256.h>
+#include <kbrl/sha256.h>
 #include <kernels/generator.h>
 #include <reference/task_registry.h>
 

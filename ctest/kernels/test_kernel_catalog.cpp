@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include <harness/compile.h>
+#include <harness/compile/compile.h>
 #include <harness/evaluator.h>  // EvalSettings: how many check trials the evaluator runs
 #include <kbrl/error.h>
 #include <kernels/candidate_file.h>

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <harness/compile.h>
+#include <harness/compile/compile.h>
 #include <kbrl/error.h>
 #include <kernels/scaffold.h>
 #include <reference/task_registry.h>

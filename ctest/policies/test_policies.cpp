@@ -249,28 +249,39 @@ TEST(Grpo, GroupAdvantages) {
   EXPECT_EQ(group_advantages({2, 2, 2}, true), (std::vector<double>{0, 0, 0}));
 }
 
+// GRPO at this budget (25 steps of 4 tasks x 8, lr 3e-2) is high-variance from one starting point
+// to another: some seeds sharpen onto a mediocre configuration (over-sharpening) while most climb.
+// So the claim is about the average over eight starting weights, not one lucky seed.
 TEST(Grpo, RaisesExpectedRewardOnASyntheticTable) {
-  SchedulePolicy policy({.seed = 6});
   SyntheticEnvironment env(2026);
   const std::vector<int> tasks = {19, 21, 23, 47};
-  RlvrConfig c;
-  c.tasks = tasks;
-  c.scale = Scale::small;
-  c.tasks_per_batch = 4;
-  c.group_size = 8;
-  c.steps = 25;
-  c.temperature = 1.0;
-  c.optimizer.learning_rate = 3e-2;
-  c.lora_config = {.rank = 4, .alpha = 8};
-  const double before = expected_reward(env, policy, tasks, 1.0);
-  const auto steps = run_rlvr(policy, env, c, nullptr, {});
-  ASSERT_EQ(steps.size(), 25u);
-  const double after = expected_reward(env, policy, tasks, 1.0);
-  std::printf("expected reward %.4f -> %.4f; KL to start at the last step %.4f\n", before, after,
-              steps.back().update.kl);
-  EXPECT_GT(after, before * 1.1);
-  EXPECT_GT(steps.back().update.kl, 0.0);
-  EXPECT_FALSE(policy.has_adapter());  // merged at the end
+  double sum_before = 0, sum_after = 0;
+  int improved = 0;
+  for (const uint64_t seed : {1, 2, 3, 4, 5, 6, 7, 8}) {
+    SchedulePolicy policy({.seed = seed});
+    RlvrConfig c;
+    c.tasks = tasks;
+    c.scale = Scale::small;
+    c.tasks_per_batch = 4;
+    c.group_size = 8;
+    c.steps = 25;
+    c.temperature = 1.0;
+    c.optimizer.learning_rate = 3e-2;
+    c.lora_config = {.rank = 4, .alpha = 8};
+    const double before = expected_reward(env, policy, tasks, 1.0);
+    const auto steps = run_rlvr(policy, env, c, nullptr, {});
+    ASSERT_EQ(steps.size(), 25u);
+    const double after = expected_reward(env, policy, tasks, 1.0);
+    std::printf("policy seed %d: expected reward %.4f -> %.4f; KL to start at the last step %.4f\n",
+                static_cast<int>(seed), before, after, steps.back().update.kl);
+    EXPECT_GT(steps.back().update.kl, 0.0);
+    EXPECT_FALSE(policy.has_adapter());  // merged at the end
+    sum_before += before;
+    sum_after += after;
+    improved += after > 1.1 * before;
+  }
+  EXPECT_GT(sum_after, 1.5 * sum_before);  // measured: 8.47 -> 18.84 (2.2x)
+  EXPECT_GE(improved, 4);                   // measured: 5 of 8 by more than 10%
 }
 
 TEST(Sft, LowersTheNllOfItsData) {

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "reference/reference_model.h"
-#include "reference/task_registry.h"
+#include <reference/reference_model.h>
+#include <reference/task_registry.h>
 
 namespace kbrl::testing {
 

@@ -12,8 +12,8 @@
 
 #include <kbrl/error.h>
 
-#include "reference/reference_model.h"
-#include "reference/task_registry.h"
+#include <reference/reference_model.h>
+#include <reference/task_registry.h>
 
 namespace kbrl {
 namespace {

@@ -1,12 +1,12 @@
 // Output shapes and dtypes at kernelbench scale, checked without allocating anything: the specs are
-// compared with KernelBench's own shapes, transcribed from its level-1 task files
-// (shared/kernelbench/level1_tasks.csv, snapshot of 2026-03-05) into the table below.
+// compared with KernelBench's own shapes, transcribed from its level-1 task files (KernelBench's
+// repository, snapshot of 2026-03-05; docs/tasks.md) into the table below.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "reference/task_registry.h"
+#include <reference/task_registry.h>
 
 namespace kbrl {
 namespace {

@@ -10,9 +10,9 @@
 #include <cmath>
 #include <cstdio>
 
-#include "harness/gpu_session.h"
-#include "reference/reference_model.h"
-#include "reference/task_registry.h"
+#include <harness/gpu/gpu_session.h>
+#include <reference/reference_model.h>
+#include <reference/task_registry.h>
 
 namespace kbrl {
 namespace {

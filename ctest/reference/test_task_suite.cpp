@@ -7,9 +7,9 @@
 
 #include <kbrl/error.h>
 
-#include "reference/reference_model.h"
-#include "reference/splits.h"
-#include "reference/task_registry.h"
+#include <reference/reference_model.h>
+#include <reference/splits.h>
+#include <reference/task_registry.h>
 
 namespace kbrl {
 namespace {

@@ -184,4 +184,28 @@ CompileResult compile(const Candidate& candidate, const CompileOptions& options,
   return finish();
 }
 
+std::string log_naming_file(std::string_view log, std::string_view file) {
+  std::string out;
+  size_t pos = 0;
+  while (pos < log.size()) {
+    const size_t eol = std::min(log.find('\n', pos), log.size());
+    std::string_view line = log.substr(pos, eol - pos);
+    if (line.starts_with(kNvrtcProgramName) && line.substr(kNvrtcProgramName.size()).starts_with("(")) {
+      out.append(file);
+      line.remove_prefix(kNvrtcProgramName.size());
+    }
+    // NVRTC's closing line: 'N errors detected in the compilation of "candidate.cu".'
+    std::string quoted(1, '"');  // built in steps: g++ 12 warns (-Wrestrict) about "\"" + name
+    quoted.append(kNvrtcProgramName).push_back('"');
+    if (const size_t at = line.find(quoted); at != std::string_view::npos) {
+      out.append(line.substr(0, at)).append("\"").append(file).append("\"");
+      line.remove_prefix(at + quoted.size());
+    }
+    out.append(line);
+    if (eol < log.size()) out.push_back('\n');
+    pos = eol + 1;
+  }
+  return out;
+}
+
 }  // namespace kbrl

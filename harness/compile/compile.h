@@ -7,11 +7,12 @@
 // parent. NVRTC never touches the GPU: all of this works on a machine without one.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include <kbrl/outcome.h>
 #include <kernels/candidate.h>
 
-#include "outcome.h"
 #include "precision_audit.h"
 
 namespace kbrl {
@@ -61,6 +62,16 @@ struct CompileResult {
   /// ok or compile_error.
   Outcome outcome() const { return ok ? Outcome::ok : Outcome::compile_error; }
 };
+
+/// The name NVRTC compiles every candidate's source under, so its log says "candidate.cu(12): error
+/// ..." (fixed: the log is part of the cached result, which must not depend on where a file was).
+inline constexpr std::string_view kNvrtcProgramName = "candidate.cu";
+
+/// `log` with kNvrtcProgramName replaced by `file` (the user's candidate file) where NVRTC names it
+/// (at the start of a line, and quoted in its closing "errors detected" line),
+/// so a compile error points into the file they wrote. A scaffolded file's #line directives name it
+/// already.
+std::string log_naming_file(std::string_view log, std::string_view file);
 
 /// Compiles a candidate. A candidate's fault (bad option, include, size, syntax, timeout, memory,
 /// PTX that calls device printf) is a CompileResult with ok == false; throws InputError for bad CompileOptions (malformed arch)

@@ -7,10 +7,9 @@
 #include <cstdlib>
 #include <thread>
 
+#include <harness/worker/byte_io.h>
 #include <kbrl/check.h>
-
-#include "byte_io.h"
-#include "sha256.h"
+#include <kbrl/sha256.h>
 
 namespace kbrl {
 namespace {

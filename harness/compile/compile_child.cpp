@@ -15,9 +15,9 @@
 #include <new>
 #include <thread>
 
+#include <harness/worker/byte_io.h>
 #include <kbrl/check.h>
 
-#include "byte_io.h"
 #include "nvrtc_check.h"
 
 namespace kbrl {

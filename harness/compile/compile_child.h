@@ -5,11 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "compile.h"
+
 namespace kbrl {
 
 struct NvrtcJob {
   std::string source;
-  std::string name = "candidate.cu";
+  std::string name = std::string(kNvrtcProgramName);
   std::vector<std::string> options;  // as passed to nvrtcCompileProgram
   bool want_cubin = true;
 };

@@ -1,5 +1,5 @@
 #pragma once
-// A pool of threads that compile candidates (DESIGN.md: compilation runs in the parent on a
+// A pool of threads that compile candidates (docs/design.md: compilation runs in the parent on a
 // thread pool; NVRTC never touches the GPU). Each compile still runs NVRTC in its own child
 // process (compile.h), so N threads give N compiles at once.
 #include <condition_variable>

@@ -15,20 +15,6 @@
 namespace kbrl {
 namespace {
 
-constexpr std::array<std::pair<PrecisionCategory, std::string_view>, 11> kCategories{{
-    {PrecisionCategory::fast_math, "fast_math"},
-    {PrecisionCategory::ftz, "ftz"},
-    {PrecisionCategory::approx_div, "approx_div"},
-    {PrecisionCategory::approx_sqrt, "approx_sqrt"},
-    {PrecisionCategory::approx_rcp, "approx_rcp"},
-    {PrecisionCategory::approx_transcendental, "approx_transcendental"},
-    {PrecisionCategory::approx_intrinsic, "approx_intrinsic"},
-    {PrecisionCategory::tf32, "tf32"},
-    {PrecisionCategory::fp16, "fp16"},
-    {PrecisionCategory::bf16, "bf16"},
-    {PrecisionCategory::fp8, "fp8"},
-}};
-
 constexpr std::array<std::string_view, 13> kFastIntrinsics{
     "__expf", "__exp10f", "__exp2f", "__logf", "__log2f", "__log10f", "__sinf",
     "__cosf", "__sincosf", "__tanf", "__powf", "__fdividef", "__tanhf"};
@@ -170,34 +156,11 @@ std::string PrecisionAudit::summary() const {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
-std::string_view to_string(PrecisionPolicy policy) {
-  switch (policy) {
-    case PrecisionPolicy::allow: return "allow";
-    case PrecisionPolicy::flag: return "flag";
-    case PrecisionPolicy::reject: return "reject";
-  }
-  return "?";
-}
-
-PrecisionPolicy parse_precision_policy(std::string_view text) {
-  for (auto p : {PrecisionPolicy::allow, PrecisionPolicy::flag, PrecisionPolicy::reject})
-    if (to_string(p) == text) return p;
-  throw InputError(fmt::format("unknown precision policy '{}': expected allow, flag or reject", text));
-}
-
-std::string_view to_string(PrecisionCategory category) {
-  for (const auto& [c, name] : kCategories)
-    if (c == category) return name;
-  return "?";
-}
-
+std::string_view to_string(PrecisionPolicy policy) { return enum_name(policy); }
+PrecisionPolicy parse_precision_policy(std::string_view text) { return parse_enum<PrecisionPolicy>(text); }
+std::string_view to_string(PrecisionCategory category) { return enum_name(category); }
 PrecisionCategory parse_precision_category(std::string_view text) {
-  std::string names;
-  for (const auto& [c, name] : kCategories) {
-    if (name == text) return c;
-    names += (names.empty() ? "" : ", ") + std::string(name);
-  }
-  throw InputError(fmt::format("unknown precision category '{}': expected one of {}", text, names));
+  return parse_enum<PrecisionCategory>(text);
 }
 
 bool precision_rejected(const PrecisionAudit& audit, PrecisionPolicy policy) {

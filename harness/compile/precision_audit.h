@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include <kbrl/enum_names.h>
+
 namespace kbrl {
 
 /// What a task does with a reduced-precision finding.
@@ -22,6 +24,13 @@ enum class PrecisionPolicy {
   allow,   // record it, nothing more
   flag,    // record it and flag the rollout
   reject,  // the candidate fails (its reward is withheld)
+};
+template <>
+struct EnumNames<PrecisionPolicy> {
+  static constexpr std::string_view what = "precision policy";
+  static constexpr EnumEntry<PrecisionPolicy> entries[] = {{PrecisionPolicy::allow, "allow"},
+                                                           {PrecisionPolicy::flag, "flag"},
+                                                           {PrecisionPolicy::reject, "reject"}};
 };
 
 enum class PrecisionCategory {
@@ -36,6 +45,23 @@ enum class PrecisionCategory {
   fp16,                   // .f16 / .f16x2 arithmetic, conversions, loads or mma
   bf16,                   // .bf16 / .bf16x2
   fp8,                    // .e4m3 / .e5m2 (and the fp6/fp4 formats .e2m3 / .e3m2 / .e2m1)
+};
+template <>
+struct EnumNames<PrecisionCategory> {
+  static constexpr std::string_view what = "precision category";
+  static constexpr EnumEntry<PrecisionCategory> entries[] = {
+      {PrecisionCategory::fast_math, "fast_math"},
+      {PrecisionCategory::ftz, "ftz"},
+      {PrecisionCategory::approx_div, "approx_div"},
+      {PrecisionCategory::approx_sqrt, "approx_sqrt"},
+      {PrecisionCategory::approx_rcp, "approx_rcp"},
+      {PrecisionCategory::approx_transcendental, "approx_transcendental"},
+      {PrecisionCategory::approx_intrinsic, "approx_intrinsic"},
+      {PrecisionCategory::tf32, "tf32"},
+      {PrecisionCategory::fp16, "fp16"},
+      {PrecisionCategory::bf16, "bf16"},
+      {PrecisionCategory::fp8, "fp8"},
+  };
 };
 
 struct PrecisionFinding {

@@ -1,9 +1,10 @@
-#include "harness/compare_kernel.h"
+#include "compare_kernel.h"
 
 #include <vector>
 
-#include "harness/cuda_driver.h"
-#include "harness/nvrtc_check.h"
+#include <harness/compile/nvrtc_check.h>
+
+#include "cuda_driver.h"
 
 namespace kbrl {
 
@@ -112,13 +113,9 @@ std::string compile_compare_kernel(const std::string& arch) {
 CompareKernel::CompareKernel(const std::string& arch) {
   const std::string cubin = compile_compare_kernel(arch);
   const auto& api = cuda::driver();
-  KBRL_CU_CHECK(api.module_load_data_ex(&module_, cubin.data(), 0, nullptr, nullptr));
-  KBRL_CU_CHECK(api.module_get_function(&function_, module_, kCompareKernelName));
-  KBRL_CU_CHECK(api.module_get_function(&fingerprint_, module_, kFingerprintKernelName));
-}
-
-CompareKernel::~CompareKernel() {
-  if (module_) cuda::driver().module_unload(module_);
+  KBRL_CU_CHECK(api.module_load_data_ex(module_.out(), cubin.data(), 0, nullptr, nullptr));
+  KBRL_CU_CHECK(api.module_get_function(&function_, module_.get(), kCompareKernelName));
+  KBRL_CU_CHECK(api.module_get_function(&fingerprint_, module_.get(), kFingerprintKernelName));
 }
 
 void CompareKernel::launch(CUdeviceptr out, CUdeviceptr ref, int64_t n, double atol, double rtol,

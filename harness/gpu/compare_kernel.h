@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <string>
 
+#include "cuda_handles.h"
+
 namespace kbrl {
 
 /// The kernel's CUDA source (compiled by NVRTC; also compiled by the unit tests without a GPU).
@@ -30,9 +32,6 @@ class CompareKernel {
 
   /// Compiles the kernel for `arch` with NVRTC and loads it into the current CUDA context.
   explicit CompareKernel(const std::string& arch);
-  ~CompareKernel();
-  CompareKernel(const CompareKernel&) = delete;
-  CompareKernel& operator=(const CompareKernel&) = delete;
 
   /// Enqueues the comparison of n floats; `partials` holds kBlocks * kCompareStats doubles.
   void launch(CUdeviceptr out, CUdeviceptr ref, int64_t n, double atol, double rtol,
@@ -43,7 +42,7 @@ class CompareKernel {
   void fingerprint(CUdeviceptr data, int64_t bytes, uint64_t key, CUdeviceptr slot, CUstream stream) const;
 
  private:
-  CUmodule module_ = nullptr;
+  cuda::Module module_;  // move-only; the functions below live as long as it
   CUfunction function_ = nullptr;
   CUfunction fingerprint_ = nullptr;
 };

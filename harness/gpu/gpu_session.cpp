@@ -1,8 +1,8 @@
-#include "harness/gpu_session.h"
+#include "gpu_session.h"
 
 #include <kbrl/error.h>
 
-#include "harness/cuda_driver.h"
+#include "cuda_driver.h"
 
 namespace kbrl {
 
@@ -31,8 +31,8 @@ struct GpuSession::Impl {};
 
 namespace {
 constexpr const char* kNoCudaTorch =
-    "this kbrl was built against a libtorch without CUDA (the cpu preset): build with the gpu "
-    "preset on a GPU machine";
+    "this kbrl was built against a libtorch without CUDA: on a GPU machine build with the gpu "
+    "preset (or the default one, which takes python3's CUDA torch when there is one)";
 }
 
 bool gpu_available(std::string* reason) {
@@ -52,4 +52,4 @@ std::vector<double> GpuSession::time_reference(int, Scale, const TimingSettings&
 
 }  // namespace kbrl
 
-#endif  // The CUDA implementation is gpu_session_cuda.cpp, built only with a CUDA libtorch.
+#endif  // The CUDA implementation is session_cuda.cpp (with load, check, time), built only with a CUDA libtorch.

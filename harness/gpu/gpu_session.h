@@ -8,12 +8,12 @@
 #include <string_view>
 #include <vector>
 
-#include "harness/eval_record.h"  // TrialCheck
-#include "harness/outcome.h"
-#include "harness/reward.h"
-#include "harness/stats.h"
-#include "kernels/candidate.h"
-#include "reference/task.h"
+#include <harness/record/eval_record.h>  // TrialCheck
+#include <harness/reward.h>
+#include <harness/stats.h>
+#include <kbrl/outcome.h>
+#include <kernels/candidate.h>
+#include <reference/task.h>
 
 namespace kbrl {
 

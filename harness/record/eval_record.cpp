@@ -1,4 +1,4 @@
-#include "harness/eval_record.h"
+#include "eval_record.h"
 
 #include <cmath>
 #include <ctime>
@@ -7,8 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <kbrl/error.h>
-
-#include "kernels/candidate_json.h"
+#include <kernels/candidate_json.h>
 
 #ifndef KBRL_VERSION
 #define KBRL_VERSION "unknown"

@@ -24,11 +24,11 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "harness/outcome.h"
-#include "harness/stats.h"
-#include "kernels/action.h"
-#include "kernels/candidate.h"
-#include "reference/task.h"
+#include <harness/stats.h>
+#include <kbrl/outcome.h>
+#include <kernels/action.h>
+#include <kernels/candidate.h>
+#include <reference/task.h>
 
 namespace kbrl {
 

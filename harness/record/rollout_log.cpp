@@ -1,4 +1,4 @@
-#include "harness/rollout_log.h"
+#include "rollout_log.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -16,9 +16,8 @@
 
 #include <kbrl/check.h>
 #include <kbrl/error.h>
-
-#include "harness/sha256.h"
-#include "kernels/candidate_json.h"
+#include <kbrl/sha256.h>
+#include <kernels/candidate_json.h>
 
 namespace kbrl {
 namespace {

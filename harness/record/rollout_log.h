@@ -13,12 +13,13 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "harness/eval_record.h"
-#include "kernels/candidate.h"
+#include <kernels/candidate.h>
+
+#include "eval_record.h"
 
 namespace kbrl {
 
-/// The identity of an evaluation: the hex SHA-256 (64 digits, harness/sha256.h) of the task id, the
+/// The identity of an evaluation: the hex SHA-256 (64 digits, kbrl/sha256.h) of the task id, the
 /// candidate's JSON and the evaluation settings' JSON, each a length-prefixed field
 /// (Sha256::update_field), the JSON serialized compactly with sorted keys, so that equal values
 /// always give equal keys. `settings` is whatever changes a result:

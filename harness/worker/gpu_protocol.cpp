@@ -1,12 +1,12 @@
-#include "harness/gpu_protocol.h"
+#include "gpu_protocol.h"
 
 #include <array>
 #include <cstdio>
 
 #include <kbrl/error.h>
+#include <kernels/candidate_json.h>
 
-#include "harness/worker.h"
-#include "kernels/candidate_json.h"
+#include "worker.h"
 
 namespace kbrl {
 namespace {

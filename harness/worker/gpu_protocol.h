@@ -1,5 +1,5 @@
 #pragma once
-// The messages between the parent and a GPU worker process (over harness/worker.h's frames):
+// The messages between the parent and a GPU worker process (over worker.h's frames):
 //   {"op": "info"}                          -> {"device": DeviceInfo}
 //   {"op": "peaks"}                         -> {"peaks": DevicePeaks}
 //   {"op": "run", "job": GpuJob}            -> {"result": GpuJobResult} (+ "restart_worker": true)
@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/gpu_session.h"
+#include <harness/gpu/gpu_session.h>
 
 namespace kbrl {
 

@@ -15,7 +15,7 @@
 
 #include <kbrl/error.h>
 
-#include "harness/worker_process.h"
+#include "worker_process.h"
 
 // For a POSIX call whose failure was detected after other checks (errno in `err`).
 #define KBRL_POSIX_FAIL(call, err)                                                          \
@@ -64,16 +64,7 @@ std::string printable_prefix(const std::string& bytes, size_t count) {
 
 }  // namespace
 
-std::string_view to_string(CallStatus status) {
-  switch (status) {
-    case CallStatus::ok: return "ok";
-    case CallStatus::timeout: return "timeout";
-    case CallStatus::crashed: return "crashed";
-    case CallStatus::protocol_error: return "protocol_error";
-    case CallStatus::handler_error: return "handler_error";
-  }
-  return "?";
-}
+std::string_view to_string(CallStatus status) { return enum_name(status); }
 
 struct Worker::Impl {
   WorkerOptions options;

@@ -1,5 +1,5 @@
 #pragma once
-// Process isolation (DESIGN.md "Isolation"): the parent feeds jobs to a worker process over two pipes
+// Process isolation (docs/design.md, "Isolation"): the parent feeds jobs to a worker process over two pipes
 // and survives whatever the worker does. A job that hangs is killed by a per-call watchdog; a worker
 // that crashes, hangs or talks nonsense is killed and started afresh on the next call.
 //
@@ -23,6 +23,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <kbrl/enum_names.h>
+
 namespace kbrl {
 
 inline constexpr int kWorkerRequestFd = 3;
@@ -41,6 +43,15 @@ enum class CallStatus {
   crashed,         // the worker died (signal, exit, closed its pipes) before replying
   protocol_error,  // the worker sent something that is not a frame of JSON; it was killed
   handler_error,   // the handler threw (reply holds kWorkerErrorKey); the worker lives on
+};
+template <>
+struct EnumNames<CallStatus> {
+  static constexpr std::string_view what = "call status";
+  static constexpr EnumEntry<CallStatus> entries[] = {{CallStatus::ok, "ok"},
+                                                      {CallStatus::timeout, "timeout"},
+                                                      {CallStatus::crashed, "crashed"},
+                                                      {CallStatus::protocol_error, "protocol_error"},
+                                                      {CallStatus::handler_error, "handler_error"}};
 };
 std::string_view to_string(CallStatus);
 

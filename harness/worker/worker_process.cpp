@@ -1,4 +1,4 @@
-#include "harness/worker_process.h"
+#include "worker_process.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -13,7 +13,7 @@
 #include <kbrl/check.h>
 #include <kbrl/error.h>
 
-#include "harness/worker.h"
+#include "worker.h"
 
 namespace kbrl::detail {
 namespace {

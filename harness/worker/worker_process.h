@@ -1,5 +1,5 @@
 #pragma once
-// Internal to harness/worker.cpp: the OS side of a worker process. An owned file descriptor, the
+// Internal to worker.cpp: the OS side of a worker process. An owned file descriptor, the
 // fork+exec of a worker with its pipes on the fixed fds, the tail of its output, how it ended.
 #include <sys/types.h>
 
