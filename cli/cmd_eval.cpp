@@ -11,12 +11,13 @@
 
 #include "commands.h"
 #include "run_options.h"
-#include "harness/evaluator.h"
-#include "harness/gpu_protocol.h"
-#include "harness/rollout_log.h"
-#include "kernels/action.h"
-#include "kernels/candidate_file.h"
-#include "reference/task_registry.h"
+#include <harness/compile/compile.h>
+#include <harness/evaluator.h>
+#include <harness/worker/gpu_protocol.h>
+#include <harness/record/rollout_log.h>
+#include <kernels/action.h>
+#include <kernels/candidate_file.h>
+#include <reference/task_registry.h>
 
 namespace kbrl::cli {
 namespace {
@@ -34,7 +35,8 @@ EvalSettings settings_from(const EvalOptions& o) { return eval_settings(o.flags)
 /// The NVRTC target `kbrl eval` compiles for on a machine without a GPU when no --arch is given.
 constexpr const char* kDefaultCompileOnlyArch = "sm_90";
 
-void print_summary(const EvalRecord& r) {
+/// The summary of one record; compile messages name `file` (the user's candidate file).
+void print_summary(const EvalRecord& r, const std::string& file) {
   std::cout << fmt::format("task {} ({}), scale {}\n", r.task_id, r.task_name, to_string(r.scale));
   std::cout << fmt::format("  compile   {} in {:.3f} s{}\n", r.compile.ok ? "ok" : "FAILED", r.compile.seconds,
                            r.compile.cache_hit ? " (cached)" : "");
@@ -50,14 +52,14 @@ void print_summary(const EvalRecord& r) {
     std::cout << fmt::format("  reference median {:.4f} ms (n={}, IQR {:.4f})\n", r.reference->median_ms,
                              r.reference->n, r.reference->iqr_ms);
   std::cout << fmt::format("  outcome   {}{}\n", to_string(r.outcome),
-                           r.outcome_detail.empty() ? "" : ": " + r.outcome_detail);
+                           r.outcome_detail.empty() ? "" : ": " + log_naming_file(r.outcome_detail, file));
   std::cout << fmt::format("  speedup   {:.3f}x   reward {:.4f}{}\n", r.speedup, r.reward,
                            r.flags.empty() ? "" : fmt::format("   flags {}", fmt::join(r.flags, ",")));
   if (r.speedup_ci)
     std::cout << fmt::format("  95% CI    [{:.3f}, {:.3f}]x   fast_1 {}   sig_fast_1 {}\n", r.speedup_ci->low,
                              r.speedup_ci->high, is_fast(r) ? "yes" : "no", is_significantly_fast(r) ? "yes" : "no");
   if (!r.device.empty()) std::cout << "  device    " << r.device << "\n";
-  if (!r.compile.ok && !r.compile.log.empty()) std::cout << "--- compile log ---\n" << r.compile.log << "\n";
+  if (!r.compile.ok && !r.compile.log.empty()) std::cout << "--- compile log ---\n" << log_naming_file(r.compile.log, file) << "\n";
 }
 
 void run_eval(const EvalOptions& o) {
@@ -81,7 +83,7 @@ void run_eval(const EvalOptions& o) {
     evaluator.attach_log(log.get());
   }
   const EvalRecord record = evaluator.evaluate(candidate, raw);
-  print_summary(record);
+  print_summary(record, o.kernel);
   if (!o.json_path.empty()) {
     std::ofstream out(o.json_path);
     KBRL_CHECK_INPUT(out.good(), "cannot write {}", o.json_path);

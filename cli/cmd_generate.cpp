@@ -7,8 +7,8 @@
 #include <kbrl/error.h>
 
 #include "commands.h"
-#include "kernels/generator.h"
-#include "reference/task_registry.h"
+#include <kernels/generator.h>
+#include <reference/task_registry.h>
 
 namespace kbrl::cli {
 namespace {

@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "harness/eval_record.h"
-#include "policies/prompt.h"
-#include "reference/task_registry.h"
+#include <harness/record/eval_record.h>
+#include <policies/prompt.h>
+#include <reference/task_registry.h>
 
 namespace kbrl::cli {
 namespace {

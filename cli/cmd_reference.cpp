@@ -10,10 +10,11 @@
 #include <kbrl/error.h>
 
 #include "commands.h"
-#include "harness/gpu_session.h"
-#include "harness/stats.h"
-#include "reference/splits.h"
-#include "reference/task_registry.h"
+#include <experiments/csv_table.h>
+#include <harness/gpu/gpu_session.h>
+#include <harness/stats.h>
+#include <reference/splits.h>
+#include <reference/task_registry.h>
 
 namespace kbrl::cli {
 namespace {
@@ -30,24 +31,16 @@ struct TimeReferenceOptions {
 
 /// KernelBench's published H100 eager means (ms) by task id: source H100_Modal, config torch_eager.
 std::map<int, double> read_kernelbench_baseline(const std::string& path) {
-  std::ifstream in(path);
-  KBRL_CHECK_INPUT(in.good(), "cannot read {}", path);
-  std::string line;
-  std::getline(in, line);
-  const auto header = csv::split_line(line);
-  auto column = [&](const std::string& name) {
-    for (size_t i = 0; i < header.size(); ++i)
-      if (header[i] == name) return i;
-    throw InputError(fmt::format("{}: no column '{}' (expected KernelBench's baseline CSV)", path, name));
-  };
-  const size_t source = column("source"), config = column("config"), id = column("id"),
-               mean = column("mean_ms");
+  const CsvRows csv = read_csv(path);
   std::map<int, double> out;
-  while (std::getline(in, line)) {
-    const auto f = csv::split_line(line);
-    if (f.size() <= std::max({source, config, id, mean})) continue;
-    if (f[config] == "torch_eager" && f[source].find("H100_Modal") != std::string::npos)
-      out[std::stoi(f[id])] = std::stod(f[mean]);
+  for (size_t row = 0; row < csv.rows.size(); ++row) {
+    if (csv.at(row, "config") != "torch_eager" || csv.at(row, "source").find("H100_Modal") == std::string::npos)
+      continue;
+    try {
+      out[std::stoi(csv.at(row, "id"))] = std::stod(csv.at(row, "mean_ms"));
+    } catch (const std::logic_error&) {
+      throw InputError(fmt::format("{}: id or mean_ms is not a number", csv.where(row)));
+    }
   }
   return out;
 }

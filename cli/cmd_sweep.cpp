@@ -16,14 +16,15 @@
 #include <kbrl/error.h>
 
 #include "commands.h"
-#include "experiments/run_setup.h"
-#include "experiments/schemas.h"
-#include "harness/evaluator.h"
-#include "harness/gpu_session.h"
-#include "harness/rollout_log.h"
-#include "kernels/action.h"
-#include "kernels/generator.h"
-#include "reference/task_registry.h"
+#include "out_dir.h"
+#include <experiments/run_setup.h>
+#include <experiments/schemas.h>
+#include <harness/evaluator.h>
+#include <harness/gpu/gpu_session.h>
+#include <harness/record/rollout_log.h>
+#include <kernels/action.h>
+#include <kernels/generator.h>
+#include <reference/task_registry.h>
 #include "run_options.h"
 
 namespace kbrl::cli {
@@ -37,8 +38,7 @@ struct SweepOptions {
   int max_configs = 0;  // 0 = every legal configuration
   uint64_t seed = 0;
   std::string log_path;
-  std::string out;
-  bool resume = false;
+  OutDirFlags out;
 };
 
 /// The precision category of a finding's text ("tf32 (ptx line 12: ...)" -> "tf32").
@@ -58,15 +58,13 @@ std::string opt_cell(std::optional<double> v) { return v ? cell(*v) : std::strin
 /// Task ids already in a sweep_tasks.csv (for --resume).
 std::set<int> finished_tasks(const fs::path& file) {
   std::set<int> done;
-  std::ifstream in(file);
-  std::string line;
-  if (!std::getline(in, line)) return done;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
+  if (!fs::exists(file)) return done;
+  const CsvRows csv = read_csv(file, schemas::sweep_tasks());
+  for (size_t row = 0; row < csv.rows.size(); ++row) {
     try {
-      done.insert(std::stoi(csv::split_line(line).at(0)));
-    } catch (const std::exception&) {
-      throw InputError(fmt::format("{}: a row without a task id: {}", file.string(), line));
+      done.insert(std::stoi(csv.at(row, "task_id")));
+    } catch (const std::logic_error&) {
+      throw InputError(fmt::format("{}: a row without a task id", csv.where(row)));
     }
   }
   return done;
@@ -79,17 +77,15 @@ void run_sweep(const SweepOptions& o) {
             : covered_only(ids, [](const std::string& w) { std::cerr << "kbrl: warning: " << w << "\n"; });
   KBRL_CHECK_INPUT(o.max_configs >= 0, "--max-configs must be >= 0 (got {})", o.max_configs);
   const EvalSettings settings = eval_settings(o.eval);
-  KBRL_CHECK_INPUT(!o.out.empty(), "--out DIR is required");
   std::string reason;
   if (!gpu_available(&reason))
     throw Error(fmt::format("kbrl sweep needs a GPU to evaluate configurations (no GPU: {})", reason));
 
-  const fs::path dir(o.out);
-  fs::create_directories(dir);
+  const fs::path dir = prepare_out_dir(o.out, "sweep");
   const fs::path tasks_file = dir / "sweep_tasks.csv";
-  const std::set<int> done = o.resume ? finished_tasks(tasks_file) : std::set<int>{};
-  CsvTable configs_csv(dir / "sweep_configs.csv", schemas::sweep_configs(), o.resume);
-  CsvTable tasks_csv(tasks_file, schemas::sweep_tasks(), o.resume);
+  const std::set<int> done = o.out.resume ? finished_tasks(tasks_file) : std::set<int>{};
+  CsvTable configs_csv(dir / "sweep_configs.csv", schemas::sweep_configs(), o.out.resume);
+  CsvTable tasks_csv(tasks_file, schemas::sweep_tasks(), o.out.resume);
   Evaluator evaluator(settings);
   std::unique_ptr<RolloutLog> log;
   if (!o.log_path.empty()) {
@@ -116,9 +112,14 @@ void run_sweep(const SweepOptions& o) {
     std::cerr << fmt::format("kbrl: sweep: task {} ({}): {} of {} configurations\n", id, task.name, picked.size(),
                              all.size());
 
-    std::vector<Candidate> candidates;
-    for (size_t i : picked) candidates.push_back(*realize(task, {ActionKind::knobs, all[i], {}}).candidate);
-    const std::vector<EvalRecord> records = evaluator.evaluate_all(candidates, "sweep");
+    std::vector<KeyedCandidate> candidates;
+    std::vector<std::pair<std::string, ActionInfo>> actions;  // the configuration, as samples record it
+    for (size_t i : picked) {
+      Realized real = realize(task, {ActionKind::knobs, all[i], {}});
+      candidates.push_back(evaluator.keyed(std::move(*real.candidate)));
+      actions.emplace_back(real.raw, ActionInfo{ActionKind::knobs, {}, static_cast<int64_t>(all[i].size()), {}});
+    }
+    const std::vector<EvalRecord> records = evaluator.evaluate_all(candidates, "sweep", actions);
     KBRL_ASSERT(records.size() == picked.size(), "{} records for {} candidates", records.size(), picked.size());
     const DevicePeaks& peaks = evaluator.peaks();
 
@@ -197,8 +198,8 @@ void add_sweep_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "the sample's seed (splitmix64)")->capture_default_str();
   cmd->add_option("--log", o->log_path, "the evaluator's rollout log (JSONL; a rerun skips what it holds)");
-  cmd->add_flag("--resume", o->resume, "append to DIR's CSVs, skipping the tasks sweep_tasks.csv already has");
-  cmd->add_option("--out", o->out, "output directory")->required();
+  add_out_flags(cmd, o->out, "continue the sweep --out holds: append to its CSVs, skipping the tasks "
+                             "sweep_tasks.csv already has");
   cmd->callback([o] { run_sweep(*o); });
 }
 

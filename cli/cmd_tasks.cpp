@@ -9,8 +9,8 @@
 #include <kbrl/csv.h>
 
 #include "commands.h"
-#include "reference/splits.h"
-#include "reference/task_registry.h"
+#include <reference/splits.h>
+#include <reference/task_registry.h>
 
 namespace kbrl::cli {
 namespace {

@@ -6,7 +6,7 @@
 #include <kbrl/cli_main.h>
 #include <kbrl/error.h>
 
-#include "harness/eval_record.h"  // kbrl_version
+#include <harness/record/eval_record.h>  // kbrl_version
 
 #include "commands.h"
 

@@ -6,7 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "experiments/run_setup.h"
+#include <experiments/run_setup.h>
 
 namespace kbrl::cli {
 

@@ -48,15 +48,8 @@ std::vector<TrainItem> sft_items(const TaskSpec& task, const std::vector<Sample>
   return out;
 }
 
-std::string_view to_string(SdpoTeacher t) {
-  return t == SdpoTeacher::feedback ? "feedback" : "prompt_only";
-}
-
-SdpoTeacher parse_sdpo_teacher(std::string_view text) {
-  if (text == "feedback") return SdpoTeacher::feedback;
-  if (text == "prompt_only") return SdpoTeacher::prompt_only;
-  throw InputError(fmt::format("unknown SDPO teacher '{}' (feedback, prompt_only)", text));
-}
+std::string_view to_string(SdpoTeacher t) { return enum_name(t); }
+SdpoTeacher parse_sdpo_teacher(std::string_view text) { return parse_enum<SdpoTeacher>(text); }
 
 TeacherContext sdpo_context(const std::vector<Rollout>& group, size_t index, SdpoTeacher teacher) {
   KBRL_CHECK_INPUT(index < group.size(), "rollout {} of a group of {}", index, group.size());

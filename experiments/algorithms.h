@@ -1,10 +1,11 @@
 #pragma once
-// The learning algorithms' batch builders (DESIGN.md, Algorithms), independent of libtorch: they
+// The learning algorithms' batch builders (docs/design.md, Algorithms), independent of libtorch: they
 // turn evaluated rollouts into TrainItems (tokens, old log-probs, per-token advantages) that a
 // TrainablePolicy's update() consumes.
 #include <cstdint>
 #include <vector>
 
+#include <kbrl/enum_names.h>
 #include <policies/policy.h>
 
 #include "environment.h"
@@ -29,6 +30,12 @@ std::vector<TrainItem> sft_items(const TaskSpec& task, const std::vector<Sample>
 enum class SdpoTeacher {
   feedback,     // the demonstration (a correct sample of the batch) and the rollout's execution feedback
   prompt_only,  // the demonstration only, no execution feedback (isolates the feedback's value)
+};
+template <>
+struct EnumNames<SdpoTeacher> {
+  static constexpr std::string_view what = "SDPO teacher";
+  static constexpr EnumEntry<SdpoTeacher> entries[] = {{SdpoTeacher::feedback, "feedback"},
+                                                       {SdpoTeacher::prompt_only, "prompt_only"}};
 };
 std::string_view to_string(SdpoTeacher);
 SdpoTeacher parse_sdpo_teacher(std::string_view);  // throws InputError

@@ -2,6 +2,9 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <kbrl/csv.h>
 #include <kbrl/error.h>
 
@@ -46,6 +49,49 @@ void CsvTable::row(const std::vector<std::string>& cells) {
   for (size_t i = 0; i < cells.size(); ++i) line += (i ? "," : "") + csv::field(cells[i]);
   out_ << line << "\n" << std::flush;
   KBRL_CHECK_INPUT(out_.good(), "writing {} failed", file_.string());
+}
+
+size_t CsvRows::column(std::string_view name) const {
+  for (size_t i = 0; i < columns.size(); ++i)
+    if (columns[i] == name) return i;
+  throw InputError(fmt::format("{}: no column '{}' (its columns: {})", file.string(), name, fmt::join(columns, ",")));
+}
+
+std::string CsvRows::where(size_t row) const { return fmt::format("{}:{}", file.string(), lines.at(row)); }
+
+CsvRows read_csv(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  KBRL_CHECK_INPUT(in.good() && !std::filesystem::is_directory(file), "cannot read {}", file.string());
+  CsvRows out;
+  out.file = file;
+  std::string line;
+  int line_no = 0;
+  auto next = [&] {
+    if (!std::getline(in, line)) return false;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    return true;
+  };
+  KBRL_CHECK_INPUT(next() && !line.empty(), "{} is empty: a CSV starts with its header", file.string());
+  out.columns = csv::split_line(line);
+  while (next()) {
+    if (line.empty()) continue;
+    std::vector<std::string> fields = csv::split_line(line);
+    KBRL_CHECK_INPUT(fields.size() == out.columns.size(), "{}:{}: {} fields, the header has {}", file.string(),
+                     line_no, fields.size(), out.columns.size());
+    out.rows.push_back(std::move(fields));
+    out.lines.push_back(line_no);
+  }
+  return out;
+}
+
+CsvRows read_csv(const std::filesystem::path& file, const CsvSchema& schema) {
+  CsvRows rows = read_csv(file);
+  KBRL_CHECK_INPUT(rows.columns == schema.columns,
+                   "{} is not a {} CSV of this kbrl (written by another version? run it again): its header is\n  "
+                   "{}\nnot\n  {}",
+                   file.string(), schema.name, fmt::join(rows.columns, ","), schema.header());
+  return rows;
 }
 
 }  // namespace kbrl

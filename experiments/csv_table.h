@@ -1,7 +1,8 @@
 #pragma once
 // Every CSV an experiment writes has one schema, defined in experiments/schemas.cpp and checked by
 // a golden test. CsvTable writes rows of a schema: the header once, every row flushed at once (a
-// run killed mid-way keeps what it wrote), a row of the wrong width is an InternalError.
+// run killed mid-way keeps what it wrote), a row of the wrong width is an InternalError. read_csv
+// is the one reader of CSV files (ours, or KernelBench's baseline).
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -40,5 +41,27 @@ class CsvTable {
   CsvSchema schema_;
   std::ofstream out_;
 };
+
+/// A CSV file read back: the header's columns and every non-empty row's fields.
+struct CsvRows {
+  std::filesystem::path file;
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;  // each as wide as `columns`
+  std::vector<int> lines;                      // each row's line number in the file (1-based)
+
+  /// The index of `name`; InputError naming the file when it has no such column.
+  size_t column(std::string_view name) const;
+  /// Row `row`'s field in column `name`.
+  const std::string& at(size_t row, std::string_view name) const { return rows[row][column(name)]; }
+  /// "file:line" of row `row`, for messages.
+  std::string where(size_t row) const;
+};
+
+/// Reads `file` (RFC 4180 fields, no embedded newlines; a trailing \r is dropped; empty lines are
+/// skipped). InputError when it cannot be read, is empty, or a row's field count differs from the
+/// header's (naming file and line).
+CsvRows read_csv(const std::filesystem::path& file);
+/// read_csv, and the header must be `schema`'s: else an InputError naming both headers.
+CsvRows read_csv(const std::filesystem::path& file, const CsvSchema& schema);
 
 }  // namespace kbrl

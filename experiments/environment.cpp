@@ -5,7 +5,7 @@
 #include <set>
 
 #include <harness/evaluator.h>
-#include <harness/rollout_log.h>
+#include <harness/record/rollout_log.h>
 #include <kbrl/error.h>
 #include <kbrl/splitmix64.h>
 #include <kernels/action.h>
@@ -49,12 +49,12 @@ std::vector<Rollout> EvaluatorEnvironment::evaluate(const TaskSpec& task,
                                                     const std::string& policy) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> keys, codes;
-  std::vector<Candidate> todo;
+  std::vector<KeyedCandidate> todo;
   std::vector<std::pair<std::string, ActionInfo>> todo_actions;
   std::set<std::string> queued;
   for (const Sample& s : samples) {
     Realized real = realize(task, s.action());
-    const std::string raw = s.kind == ActionKind::text ? s.text : s.config.str();
+    const std::string& raw = real.raw;
     const ActionInfo info{s.kind, real.code, s.token_count(), s.prompt_version};
     codes.push_back(real.code);
     if (!real.candidate) {
@@ -63,9 +63,10 @@ std::vector<Rollout> EvaluatorEnvironment::evaluate(const TaskSpec& task,
         memo_[keys.back()] = evaluator_.format_error(task.id, raw, info, real.format_error, policy);
       continue;
     }
-    keys.push_back(evaluator_.key(*real.candidate));
+    KeyedCandidate keyed = evaluator_.keyed(std::move(*real.candidate));  // hashed once, here
+    keys.push_back(keyed.key);
     if (!memo_.count(keys.back()) && queued.insert(keys.back()).second) {
-      todo.push_back(std::move(*real.candidate));
+      todo.push_back(std::move(keyed));
       todo_actions.emplace_back(raw, info);
     }
   }

@@ -1,5 +1,5 @@
 #pragma once
-// Where samples become rewards (DESIGN.md, the way data flows): a sample's configuration goes
+// Where samples become rewards (docs/design.md, the way data flows): a sample's configuration goes
 // through its task's generator to a Candidate, and the evaluator scores it. The loops
 // (experiments/training_loops.h) see only this interface, so they run against the real evaluator
 // on a GPU and against a synthetic reward table in the CPU tests.
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include <harness/eval_record.h>
-#include <harness/outcome.h>
+#include <harness/record/eval_record.h>
+#include <kbrl/outcome.h>
 #include <harness/reward.h>
 #include <policies/policy.h>
 
@@ -37,7 +37,7 @@ struct Rollout {
 
   /// fast_p's event (fast_1's by default): correct and strictly faster than p times the reference.
   bool fast(double p = 1.0) const { return fast_event(correct, speedup, p); }
-  /// sig_fast_p's event, as harness/eval_record.h's is_significantly_fast: fast, and the lower end of
+  /// sig_fast_p's event, as harness/record/eval_record.h's is_significantly_fast: fast, and the lower end of
   /// the speedup's interval above p. Without an interval (not timed) never significant.
   bool significantly_fast(double p = 1.0) const { return significantly_fast_event(correct, speedup, speedup_ci, p); }
 };

@@ -1,4 +1,4 @@
-#include "experiments/hypothesis_tests.h"
+#include "hypothesis_tests.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include <kbrl/error.h>
 
-#include "experiments/rank_statistics.h"
+#include "rank_statistics.h"
 
 namespace kbrl::stats {
 namespace {
@@ -83,13 +83,7 @@ double binomial_half_lower_tail(int64_t n, int64_t m) {
 
 }  // namespace
 
-std::string_view to_string(PValueMethod method) {
-  switch (method) {
-    case PValueMethod::exact: return "exact";
-    case PValueMethod::normal_approximation: return "normal_approximation";
-  }
-  return "unknown";
-}
+std::string_view to_string(PValueMethod method) { return enum_name(method); }
 
 WilcoxonResult wilcoxon_signed_rank(const std::vector<double>& differences,
                                     const WilcoxonOptions& options) {

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include <kbrl/enum_names.h>
+
 namespace kbrl::stats {
 
 /// How a p-value was computed.
@@ -13,6 +15,17 @@ enum class PValueMethod {
   exact,                 // from the exact null distribution
   normal_approximation,  // from the normal approximation (see WilcoxonOptions)
 };
+}  // namespace kbrl::stats
+
+template <>
+struct kbrl::EnumNames<kbrl::stats::PValueMethod> {
+  static constexpr std::string_view what = "p-value method";
+  static constexpr EnumEntry<stats::PValueMethod> entries[] = {
+      {stats::PValueMethod::exact, "exact"},
+      {stats::PValueMethod::normal_approximation, "normal_approximation"}};
+};
+
+namespace kbrl::stats {
 
 std::string_view to_string(PValueMethod);
 

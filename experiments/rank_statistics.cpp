@@ -1,4 +1,4 @@
-#include "experiments/rank_statistics.h"
+#include "rank_statistics.h"
 
 #include <algorithm>
 #include <cmath>

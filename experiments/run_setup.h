@@ -57,9 +57,10 @@ std::vector<int> covered_only(const std::vector<int>& ids,
                               const std::function<void(const std::string&)>& warn = {});
 
 /// Which of `size` configurations a sweep evaluates: all of them (ascending) when `max_configs` is
-/// 0 or at least `size`, else `max_configs` indices drawn uniformly without replacement (a partial
-/// Fisher-Yates shuffle driven by splitmix64 from `seed` and `task_id`, so the same arguments give
-/// the same draw everywhere) that always include `must_include` (the expert configuration);
+/// 0 or at least `size`, else `max_configs` indices drawn uniformly without replacement that always
+/// include `must_include` (the expert configuration) and the first max_configs - 1 of the others
+/// after kbrl::shuffle from derive_seed(seed, {task_id}), so the same arguments give the same draw
+/// everywhere;
 /// ascending. InputError for max_configs < 0; `must_include` must be < size.
 std::vector<size_t> sweep_sample(size_t size, size_t must_include, int max_configs, uint64_t seed, int task_id);
 

@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include <fmt/ranges.h>
 #include <kbrl/csv.h>
 #include <kbrl/error.h>
 #include <kernels/action.h>
@@ -81,28 +82,15 @@ const CsvSchema& samples_without_interval() {
 }  // namespace
 
 std::vector<SampleRow> read_samples(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  KBRL_CHECK_INPUT(in.good(), "cannot read {}", file.string());
-  std::string line;
-  std::getline(in, line);
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  const bool with_interval = line == samples().header();
-  KBRL_CHECK_INPUT(with_interval || line == samples_without_interval().header(),
+  const CsvRows csv = read_csv(file);
+  const bool with_interval = csv.columns == samples().columns;
+  KBRL_CHECK_INPUT(with_interval || csv.columns == samples_without_interval().columns,
                    "{} is not a samples CSV of this kbrl: its header is\n  {}\nnot\n  {}\n(or the older one "
                    "without speedup_low,speedup_high)",
-                   file.string(), line, samples().header());
-  const std::vector<std::string>& columns = (with_interval ? samples() : samples_without_interval()).columns;
-  std::map<std::string, size_t> index;
-  for (size_t i = 0; i < columns.size(); ++i) index[columns[i]] = i;
+                   file.string(), fmt::join(csv.columns, ","), samples().header());
   std::vector<SampleRow> rows;
-  int line_no = 1;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.empty()) continue;
-    const std::vector<std::string> f = csv::split_line(line);
-    KBRL_CHECK_INPUT(f.size() == columns.size(), "{}:{}: {} fields, expected {}", file.string(), line_no, f.size(),
-                     columns.size());
-    const auto at = [&](const char* column) -> const std::string& { return f[index.at(column)]; };
+  for (size_t row = 0; row < csv.rows.size(); ++row) {
+    const auto at = [&](const char* column) -> const std::string& { return csv.at(row, column); };
     SampleRow r;
     try {
       r.run = at("run");
@@ -122,14 +110,14 @@ std::vector<SampleRow> read_samples(const std::filesystem::path& file) {
         const std::string& low = at("speedup_low");
         const std::string& high = at("speedup_high");
         KBRL_CHECK_INPUT(low.empty() == high.empty(),
-                         "{}:{}: speedup_low '{}' and speedup_high '{}' must both be set or both be empty",
-                         file.string(), line_no, low, high);
+                         "{}: speedup_low '{}' and speedup_high '{}' must both be set or both be empty",
+                         csv.where(row), low, high);
         if (!low.empty()) r.speedup_ci = SpeedupInterval{std::stod(low), std::stod(high)};
       }
       r.kind = parse_action_kind(at("action"));
       r.text = csv::unescape_text(at("text"));
     } catch (const std::logic_error& e) {
-      throw InputError(fmt::format("{}:{}: malformed row ({})", file.string(), line_no, e.what()));
+      throw InputError(fmt::format("{}: malformed row ({})", csv.where(row), e.what()));
     }
     rows.push_back(std::move(r));
   }

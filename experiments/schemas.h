@@ -14,7 +14,7 @@ namespace kbrl::schemas {
 // Every fast_1 column (KernelBench's fast_p event at p = 1: correct with speedup > 1) has its
 // significant twin after it, named with `sig_` before the fast part (sig_fast_1, boa_sig_fast_1,
 // sig_task_success, ...): correct, and the lower end of the speedup's 95% interval above 1 too
-// (harness/eval_record.h, is_significantly_fast), so that parity within timing noise does not count.
+// (harness/record/eval_record.h, is_significantly_fast), so that parity within timing noise does not count.
 
 /// One row per training or adaptation step (RLVR, TTT, SDPO): what the step's rollouts scored
 /// (before its update) and what the update measured.

@@ -110,16 +110,7 @@ Selection best_of_top(std::vector<ScoredSample> samples, int m) {
 
 }  // namespace
 
-std::string_view to_string(SelectionStrategy s) {
-  switch (s) {
-    case SelectionStrategy::oracle: return "best_correct_oracle";
-    case SelectionStrategy::random_correct: return "random_correct";
-    case SelectionStrategy::confidence: return "confidence_guided";
-    case SelectionStrategy::surprisal: return "surprisal_guided";
-    case SelectionStrategy::surprisal_top3: return "surprisal_guided_top3";
-  }
-  throw InternalError("unknown SelectionStrategy");
-}
+std::string_view to_string(SelectionStrategy s) { return enum_name(s); }
 
 const std::vector<SelectionStrategy>& all_selection_strategies() {
   static const std::vector<SelectionStrategy> all = {

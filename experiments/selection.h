@@ -9,7 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include <harness/stats.h>  // fast_event, significantly_fast_event
+#include <kbrl/enum_names.h>
+#include <kbrl/fast_p.h>
 
 namespace kbrl {
 
@@ -30,6 +31,17 @@ enum class SelectionStrategy {
   confidence,        // the highest mean-logprob among correct samples
   surprisal,         // the lowest mean-logprob (highest surprisal) among correct samples
   surprisal_top3,    // the best speedup among the 3 highest-surprisal correct samples
+};
+template <>
+struct EnumNames<SelectionStrategy> {  // the names of the report's tables
+  static constexpr std::string_view what = "selection strategy";
+  static constexpr EnumEntry<SelectionStrategy> entries[] = {
+      {SelectionStrategy::oracle, "best_correct_oracle"},
+      {SelectionStrategy::random_correct, "random_correct"},
+      {SelectionStrategy::confidence, "confidence_guided"},
+      {SelectionStrategy::surprisal, "surprisal_guided"},
+      {SelectionStrategy::surprisal_top3, "surprisal_guided_top3"},
+  };
 };
 std::string_view to_string(SelectionStrategy);
 const std::vector<SelectionStrategy>& all_selection_strategies();

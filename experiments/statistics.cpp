@@ -1,4 +1,4 @@
-#include "experiments/statistics.h"
+#include "statistics.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 #pragma once
-// The statistics of the experiments (DESIGN.md, "Statistics"): estimators of pass@k and best-of-k
+// The statistics of the experiments (docs/design.md, "Statistics"): estimators of pass@k and best-of-k
 // from n samples per task, a paired bootstrap over tasks, and Cohen's h. The rank correlations are
 // in rank_statistics.h and the paired tests in hypothesis_tests.h; this header includes both, so
 // one include gives the whole library. (Timing statistics are another thing: harness/stats.h.)
@@ -11,8 +11,8 @@
 #include <functional>
 #include <vector>
 
-#include "experiments/hypothesis_tests.h"
-#include "experiments/rank_statistics.h"
+#include "hypothesis_tests.h"
+#include "rank_statistics.h"
 
 namespace kbrl::stats {
 

@@ -33,19 +33,7 @@ double seconds_since(Clock::time_point t) {
 }
 
 /// A per-(run seed, step, task) sampling seed.
-uint64_t sample_seed(uint64_t seed, int step, int task_id) {
-  uint64_t s = seed ^ (0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(step + 1)) ^
-               (0xC2B2AE3D27D4EB4FULL * static_cast<uint64_t>(task_id));
-  return splitmix64(s);
-}
-
-/// Fisher-Yates with splitmix64 (the same order on every platform).
-void shuffle(std::vector<int>& v, uint64_t& state) {
-  for (size_t i = v.size(); i > 1; --i) {
-    const size_t j = static_cast<size_t>(splitmix64(state) % i);
-    std::swap(v[i - 1], v[j]);
-  }
-}
+uint64_t sample_seed(uint64_t seed, int step, int task_id) { return derive_seed(seed, {task_id, step}); }
 
 void check_tasks(const std::vector<int>& tasks, const char* loop) {
   KBRL_CHECK_INPUT(!tasks.empty(), "{}: no tasks", loop);

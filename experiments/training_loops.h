@@ -1,5 +1,5 @@
 #pragma once
-// The learning loops (DESIGN.md, Algorithms): RLVR over a task split (GRPO with LoRA), test-time
+// The learning loops (docs/design.md, Algorithms): RLVR over a task split (GRPO with LoRA), test-time
 // training over a task subset (GRPO or SDPO with a fresh LoRA adapter, Best-of-Adaptation and
 // early stopping) and SFT on teacher samples. Every rollout goes through an Environment (the
 // evaluator's rollout log keeps them); every step writes a row of schemas::training_steps() as
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <kbrl/enum_names.h>
 #include <policies/policy.h>
 
 #include "algorithms.h"
@@ -86,6 +87,11 @@ std::vector<StepMetrics> run_rlvr(TrainablePolicy& policy, Environment& env, con
                                   const Progress& progress = {}, CsvTable* eval_csv = nullptr);
 
 enum class TttUpdate { grpo, sdpo };
+template <>
+struct EnumNames<TttUpdate> {  // the TTT config's "update" values
+  static constexpr std::string_view what = "TTT update";
+  static constexpr EnumEntry<TttUpdate> entries[] = {{TttUpdate::grpo, "grpo"}, {TttUpdate::sdpo, "sdpo"}};
+};
 
 struct TttConfig {
   std::vector<int> tasks;  // adapted together (batched); one task = per-task isolated TTT

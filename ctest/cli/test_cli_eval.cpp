@@ -11,7 +11,7 @@
 #include <fstream>
 
 #include "cli_testing.h"
-#include "harness/gpu_session.h"
+#include <harness/gpu/gpu_session.h>
 
 namespace kbrl::testing {
 namespace {
@@ -123,6 +123,15 @@ TEST(CliEval, CompileErrorIsReportedAsAnOutcome) {
   EXPECT_EQ(r.status, 4) << r.output;  // evaluated, not correct
   EXPECT_NE(r.output.find("outcome   compile_error"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("--- compile log ---"), std::string::npos) << r.output;
+  // The messages point into the user's file (line 2 holds the error), not NVRTC's program name.
+  EXPECT_NE(r.output.find(broken + "(2): error"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("candidate.cu"), std::string::npos) << r.output;
+  // Without --arch and without a GPU the default architecture is used: still a compile error.
+  if (!gpu_available()) {
+    const auto d = run_cli("eval --task 19 --kernel " + broken);
+    EXPECT_EQ(d.status, 4) << d.output;
+    EXPECT_NE(d.output.find(broken + "(2): error"), std::string::npos) << d.output;
+  }
   std::ifstream in(json);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("\"outcome\": \"compile_error\""), std::string::npos) << text;

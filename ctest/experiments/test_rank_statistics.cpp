@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 #include <kbrl/error.h>
 
-#include "experiments/statistics.h"
+#include <experiments/statistics.h>
 
 namespace kbrl::stats {
 namespace {

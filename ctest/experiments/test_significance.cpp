@@ -15,12 +15,12 @@
 #include <experiments/schemas.h>
 #include <experiments/training_loops.h>
 #include <harness/evaluator.h>
-#include <harness/rollout_log.h>
+#include <harness/record/rollout_log.h>
 #include <kbrl/error.h>
 #include <kernels/action.h>
 #include <reference/task_registry.h>
 
-#include "ctest/harness/harness_testing.h"
+#include <ctest/harness/harness_testing.h>
 
 namespace kbrl {
 namespace {

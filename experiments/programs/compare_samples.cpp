@@ -9,7 +9,7 @@
 
 #include <kbrl/error.h>
 
-#include "experiments/schemas.h"
+#include <experiments/schemas.h>
 
 namespace {
 

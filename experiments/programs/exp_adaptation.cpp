@@ -19,28 +19,13 @@
 namespace kbrl {
 namespace {
 
-/// The index of `column` in `schema` (an internal error when it has none).
-size_t column_index(const CsvSchema& schema, const std::string& column) {
-  const auto it = std::find(schema.columns.begin(), schema.columns.end(), column);
-  KBRL_ASSERT(it != schema.columns.end(), "{} has no column {}", schema.name, column);
-  return static_cast<size_t>(it - schema.columns.begin());
-}
-
 /// (k, `column`) of best_of_n's scaling table for a subset: task_success or sig_task_success.
 std::vector<std::pair<double, double>> bon_curve(const ExperimentContext& ctx, const std::string& subset,
                                                  const std::string& column = "task_success") {
-  const CsvSchema& schema = schemas::bon_scaling();
-  std::ifstream in(ctx.input("best_of_n", "bon_scaling.csv"));
-  std::string line;
-  std::getline(in, line);
-  KBRL_CHECK_INPUT(line == schema.header(),
-                   "best_of_n/bon_scaling.csv: unexpected header (written by another kbrl? run best_of_n again)");
-  const size_t k = column_index(schema, "k"), value = column_index(schema, column);
+  const CsvRows csv = read_csv(ctx.input("best_of_n", "bon_scaling.csv"), schemas::bon_scaling());
   std::vector<std::pair<double, double>> curve;
-  while (std::getline(in, line)) {
-    const auto f = csv::split_line(line);
-    if (f.size() == schema.columns.size() && f[0] == subset) curve.emplace_back(std::stod(f[k]), std::stod(f[value]));
-  }
+  for (size_t row = 0; row < csv.rows.size(); ++row)
+    if (csv.at(row, "subset") == subset) curve.emplace_back(std::stod(csv.at(row, "k")), std::stod(csv.at(row, column)));
   KBRL_CHECK_INPUT(!curve.empty(), "best_of_n/bon_scaling.csv has no rows for {}", subset);
   return curve;
 }
@@ -155,21 +140,14 @@ struct FastRates {
 
 /// Per task: the fast fractions of best_of_n's samples (mean over seeds), from bon_selected.csv.
 std::map<int, FastRates> bon_fast_by_task(const ExperimentContext& ctx, const std::string& subset) {
-  const CsvSchema& schema = schemas::bon_selected();
-  std::ifstream in(ctx.input("best_of_n", "bon_selected.csv"));
-  std::string line;
-  std::getline(in, line);
-  KBRL_CHECK_INPUT(line == schema.header(),
-                   "best_of_n/bon_selected.csv: unexpected header (written by another kbrl? run best_of_n again)");
-  const size_t task_id = column_index(schema, "task_id"), samples = column_index(schema, "samples"),
-               fast = column_index(schema, "fast"), sig_fast = column_index(schema, "sig_fast");
+  const CsvRows csv = read_csv(ctx.input("best_of_n", "bon_selected.csv"), schemas::bon_selected());
   std::map<int, std::pair<FastRates, int>> acc;
-  while (std::getline(in, line)) {
-    const auto f = csv::split_line(line);
-    if (f.size() != schema.columns.size() || f[0] != subset) continue;
-    auto& [sum, n] = acc[std::stoi(f[task_id])];
-    sum.fast += std::stod(f[fast]) / std::stod(f[samples]);
-    sum.sig_fast += std::stod(f[sig_fast]) / std::stod(f[samples]);
+  for (size_t row = 0; row < csv.rows.size(); ++row) {
+    if (csv.at(row, "subset") != subset) continue;
+    auto& [sum, n] = acc[std::stoi(csv.at(row, "task_id"))];
+    const double samples = std::stod(csv.at(row, "samples"));
+    sum.fast += std::stod(csv.at(row, "fast")) / samples;
+    sum.sig_fast += std::stod(csv.at(row, "sig_fast")) / samples;
     ++n;
   }
   std::map<int, FastRates> out;

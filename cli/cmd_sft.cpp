@@ -1,0 +1,146 @@
+// `kbrl sft`: supervised fine-tuning of the schedule policy on teacher samples (the heuristic
+// policy's correct samples, scored in --env, or the correct rows of a samples.csv).
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <kbrl/error.h>
+
+#include "commands.h"
+#include <experiments/algorithms.h>
+#include <experiments/schemas.h>
+#include <experiments/training_loops.h>
+#include "learn_common.h"
+#include <policies/baseline_policies.h>
+
+namespace kbrl::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct SftOptions {
+  std::string teacher;       // "heuristic" or ""
+  std::string from_samples;  // a samples.csv
+  int per_task = 32;
+  double teacher_noise = 0.25;
+};
+
+/// The correct rows of a samples.csv, fastest first, at most `per_task` per task; tokens rebuilt
+/// from the config column in each task's knob space.
+std::vector<TrainItem> items_from_samples(const std::string& file, const std::vector<int>& only_tasks, Scale scale,
+                                          int per_task) {
+  std::map<int, std::vector<std::pair<double, std::string>>> by_task;  // task -> (speedup, config)
+  for (const schemas::SampleRow& r : schemas::read_samples(file)) {
+    if (!r.correct) continue;
+    KBRL_CHECK_INPUT(r.kind == ActionKind::knobs,
+                     "{}: task {} sample {} is a language model's text; SFT of the schedule policy trains on "
+                     "knob configurations",
+                     file, r.task_id, r.sample);
+    if (!only_tasks.empty() && std::find(only_tasks.begin(), only_tasks.end(), r.task_id) == only_tasks.end()) continue;
+    by_task[r.task_id].emplace_back(r.speedup, r.config);
+  }
+  std::vector<TrainItem> items;
+  for (auto& [id, rows] : by_task) {
+    std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    const TaskSpec task = task_spec(id, scale);
+    const KnobSpace& space = knob_space_of(task);
+    std::vector<Sample> samples;
+    for (size_t i = 0; i < rows.size() && static_cast<int>(i) < per_task; ++i) {
+      Sample s;
+      s.task_id = id;
+      s.config = space.parse(rows[i].second);
+      s.tokens = space.tokenize(s.config);
+      samples.push_back(std::move(s));
+    }
+    const std::vector<TrainItem> more = sft_items(task, samples);
+    items.insert(items.end(), more.begin(), more.end());
+    progress_line(fmt::format("sft: task {}: {} of {} correct rows (fastest first)", id, samples.size(), rows.size()));
+  }
+  KBRL_CHECK_INPUT(!items.empty(), "{} holds no correct rows{}", file,
+                   only_tasks.empty() ? "" : fmt::format(" for tasks {}", fmt::join(only_tasks, ",")));
+  return items;
+}
+
+void run_sft_command(const CommonOptions& o, const SftOptions& s) {
+  KBRL_CHECK_INPUT(s.teacher.empty() != s.from_samples.empty(),
+                   "give the SFT data: --teacher heuristic or --from-samples FILE (exactly one)");
+  KBRL_CHECK_INPUT(s.teacher.empty() || s.teacher == "heuristic", "unknown --teacher '{}': expected heuristic",
+                   s.teacher);
+  KBRL_CHECK_INPUT(s.per_task >= 1, "--per-task must be >= 1 (got {})", s.per_task);
+  nlohmann::json j;
+  const SftConfig c = read_config(o, false, read_sft_config, j);
+  check_out_dir(o.out, "sft");
+  const Scale scale = parse_scale(o.eval.scale);
+  std::vector<int> tasks;
+  if (!o.tasks.ids.empty() || !o.tasks.split.empty()) {
+    tasks = select_tasks(o.tasks.ids, o.tasks.split);
+    tasks = o.tasks.split.empty() ? covered_only(tasks)
+                                  : covered_only(tasks, [](const std::string& w) { progress_line("warning: " + w); });
+  }
+  KBRL_CHECK_INPUT(!s.teacher.empty() ? !tasks.empty() : true, "--teacher heuristic needs --task ID or --split NAME");
+  std::unique_ptr<TrainablePolicy> policy = make_trainable_policy(o.policy);
+  const fs::path dir = prepare_out_dir(o.out, "sft");
+  std::vector<TrainItem> data;
+  if (!s.from_samples.empty()) {
+    data = items_from_samples(s.from_samples, tasks, scale, s.per_task);
+  } else {
+    KBRL_CHECK_INPUT(s.teacher_noise >= 0 && s.teacher_noise <= 1, "--teacher-noise must be in [0, 1] (got {})",
+                     s.teacher_noise);
+    EnvHandle env = make_env(o, scale);
+    HeuristicPolicy teacher(s.teacher_noise);
+    CsvTable teacher_csv(dir / "teacher_samples.csv", schemas::samples());
+    for (int id : tasks) {
+      const TaskSpec task = task_spec(id, scale);
+      const std::vector<Sample> samples = teacher.sample(task, s.per_task, 1.0, task_seed(c.seed, id));
+      const std::vector<Rollout> rollouts = env.env->evaluate(task, samples, teacher.name());
+      std::vector<Sample> correct;
+      for (size_t i = 0; i < rollouts.size(); ++i) {
+        teacher_csv.row(schemas::samples_row("sft_teacher", teacher.name(), static_cast<int>(i), rollouts[i]));
+        if (rollouts[i].correct) correct.push_back(rollouts[i].sample);
+      }
+      progress_line(fmt::format("sft: task {}: {} of {} teacher samples correct", id, correct.size(), samples.size()));
+      const std::vector<TrainItem> more = sft_items(task, correct);
+      data.insert(data.end(), more.begin(), more.end());
+    }
+    KBRL_CHECK_INPUT(!data.empty(), "no correct teacher samples to train on");
+  }
+  write_run_json(dir, "sft", o, j);
+  CsvTable epochs(dir / "sft_epochs.csv", schemas::sft_epochs());
+  const std::vector<SftEpoch> result = run_sft(*policy, data, c, &epochs, progress_line);
+  policy->save_base(dir / "sft.pt");
+  std::cout << fmt::format("sft on {} items, {} epochs: nll/token {:.4f} -> {:.4f}\n", data.size(),
+                           result.size() - 1, result.front().nll_per_token, result.back().nll_per_token);
+  std::cout << "wrote " << epochs.path().string() << " and " << (dir / "sft.pt").string() << "\n";
+}
+
+
+}  // namespace
+
+void add_sft_command(CLI::App& app) {
+  auto o = std::make_shared<CommonOptions>();
+  auto s = std::make_shared<SftOptions>();
+  auto* cmd = app.add_subcommand("sft", "SFT of the schedule policy on teacher samples (DIR/sft_epochs.csv, "
+                                        "DIR/sft.pt)");
+  add_common_options(cmd, *o,
+                     {{"--epochs", "epochs", "passes over the data"},
+                      {"--batch-size", "batch_size", "sequences per optimizer step"},
+                      {"--learning-rate", "learning_rate", "Adam's learning rate"},
+                      {"--temperature", "temperature", "the temperature of the log-likelihood"},
+                      {"--seed", "seed", "shuffling and teacher sampling seed"}});
+  cmd->add_option("--teacher", s->teacher,
+                  "heuristic: --per-task samples per task from the heuristic policy, scored in --env; the "
+                  "correct ones are the data");
+  cmd->add_option("--from-samples", s->from_samples,
+                  "a samples.csv (kbrl sample): its correct rows, fastest first, --per-task per task")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--per-task", s->per_task, "teacher samples (or rows) per task")->capture_default_str();
+  cmd->add_option("--teacher-noise", s->teacher_noise, "the heuristic teacher's noise")->capture_default_str();
+  cmd->callback([o, s] { run_sft_command(*o, *s); });
+}
+
+}  // namespace kbrl::cli
