@@ -54,6 +54,9 @@ endfunction()
 # A GoogleTest executable registered with CTest, one CTest entry per executable.
 # GPU tests (label gpu) call GTEST_SKIP when no GPU is present; SKIP_REGULAR_EXPRESSION turns that
 # into a CTest skip, never a pass. Only gpu tests get it: a skipped unit test is a failure to look at.
+# GPU tests also hold the resource lock `gpu`: `ctest -j` never runs two at once (under ctest -j6 on
+# an H100, a worker failed to initialize its CUDA stream while three other gpu tests ran; serially
+# all pass), and the experiments hold it too (timings taken beside another job are not timings).
 function(kbrl_add_test)
   cmake_parse_arguments(T "TORCH" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   if(NOT T_TIMEOUT)
@@ -71,7 +74,7 @@ function(kbrl_add_test)
     ENVIRONMENT "KBRL_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
   if("gpu" IN_LIST T_LABELS)
     set_tests_properties(${T_NAME} PROPERTIES
-      SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\] [0-9]+ tests?[.,]")
+      SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\] [0-9]+ tests?[.,]" RESOURCE_LOCK gpu)
   endif()
 endfunction()
 
@@ -123,6 +126,6 @@ function(kbrl_add_experiment)
     list(APPEND _needs experiment_${n})
   endforeach()
   set_tests_properties(experiment_${E_NAME} PROPERTIES
-    LABELS experiments TIMEOUT ${E_TIMEOUT} SKIP_RETURN_CODE 77
+    LABELS experiments TIMEOUT ${E_TIMEOUT} SKIP_RETURN_CODE 77 RESOURCE_LOCK gpu
     FIXTURES_SETUP experiment_${E_NAME} FIXTURES_REQUIRED "${_needs}")
 endfunction()
