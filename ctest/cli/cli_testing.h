@@ -2,8 +2,11 @@
 // Runs the `kbrl` program built by this tree and captures its exit status and output.
 #include <sys/wait.h>
 
+#include <unistd.h>
+
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 namespace kbrl::testing {
@@ -24,6 +27,16 @@ inline CliResult run_cli(const std::string& args) {
   const int raw = pclose(pipe);
   result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
   return result;
+}
+
+/// A fresh (removed, then created when `create`) directory for one test of `suite`, under the
+/// system's temp folder and this process's id.
+inline std::filesystem::path fresh_dir(const std::string& suite, const std::string& name, bool create = true) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / (suite + "-" + std::to_string(::getpid())) / name;
+  std::filesystem::remove_all(dir);
+  if (create) std::filesystem::create_directories(dir);
+  return dir;
 }
 
 inline int count_lines(const std::string& text) {

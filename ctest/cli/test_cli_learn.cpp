@@ -28,12 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 
 /// A fresh directory for one test.
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("kbrl-cli-learn-" + std::to_string(::getpid())) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path scratch(const std::string& name) { return fresh_dir("kbrl-cli-learn", name); }
 
 const std::string kSynthetic = " --env synthetic --scale small ";
 

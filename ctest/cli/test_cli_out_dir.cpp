@@ -16,11 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("kbrl-cli-out-" + std::to_string(::getpid())) / name;
-  fs::remove_all(dir);
-  return dir;
-}
+fs::path scratch(const std::string& name) { return fresh_dir("kbrl-cli-out", name, false); }
 
 const std::string kTrain = "train --env synthetic --scale small --task 19 --steps 1 --tasks-per-batch 1 "
                            "--group-size 2 --out ";
