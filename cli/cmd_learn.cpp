@@ -36,11 +36,10 @@ void run_sample(const CommonOptions& o) {
   make_policy(policy_options);  // a bad policy spec fails before the folder is looked at
   const fs::path dir = check_out_dir(o.out, "sample");
   EnvHandle env = make_env(o, c.scale);
-  prepare_out_dir(o.out, "sample");  // the folder is ours from here: the response log goes in it
+  prepare_out_dir(o.out, "sample", run_details(o, j));  // ours from here: the response log goes in it
   if (is_endpoint_policy(policy_options.name))  // what the server answered survives a failed run
     policy_options.response_log = (dir / "endpoint_responses.jsonl").string();
   std::unique_ptr<Policy> policy = make_policy(policy_options);
-  write_run_json(dir, "sample", o, j);
   CsvTable csv(dir / "samples.csv", schemas::samples());
   std::cout << fmt::format("{:>4}  {:<36} {:>7} {:>8} {:>7} {:>5} {:>8} {:>9}  {}\n", "task", "name", "samples",
                            "compiled", "correct", "fast", "sig fast", "best x", "best config");
@@ -81,8 +80,7 @@ void run_train(const CommonOptions& o) {
   std::unique_ptr<TrainablePolicy> policy = make_trainable_policy(o.policy);
   check_out_dir(o.out, "train");
   EnvHandle env = make_env(o, c.scale);
-  const fs::path dir = prepare_out_dir(o.out, "train");
-  write_run_json(dir, "train", o, j);
+  const fs::path dir = prepare_out_dir(o.out, "train", run_details(o, j));
   CsvTable steps(dir / "steps.csv", schemas::training_steps());
   std::unique_ptr<CsvTable> eval;
   if (c.eval_every > 0) eval = std::make_unique<CsvTable>(dir / "eval.csv", schemas::training_steps());
@@ -111,8 +109,9 @@ void run_ttt_command(const CommonOptions& o, bool isolated) {
   make_trainable_policy(o.policy);  // bad policy options fail before anything runs
   check_out_dir(o.out, "ttt");
   EnvHandle env = make_env(o, c.scale);
-  const fs::path dir = prepare_out_dir(o.out, "ttt");
-  write_run_json(dir, isolated ? "ttt --isolated" : "ttt", o, j);
+  nlohmann::json details = run_details(o, j);
+  details["isolated"] = isolated;
+  const fs::path dir = prepare_out_dir(o.out, "ttt", details);
   CsvTable steps(dir / "steps.csv", schemas::training_steps());
   CsvTable task_steps(dir / "ttt_tasks.csv", schemas::ttt_task_steps());
   std::vector<TttConfig> runs;

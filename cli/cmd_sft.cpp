@@ -84,7 +84,7 @@ void run_sft_command(const CommonOptions& o, const SftOptions& s) {
   }
   KBRL_CHECK_INPUT(!s.teacher.empty() ? !tasks.empty() : true, "--teacher heuristic needs --task ID or --split NAME");
   std::unique_ptr<TrainablePolicy> policy = make_trainable_policy(o.policy);
-  const fs::path dir = prepare_out_dir(o.out, "sft");
+  const fs::path dir = prepare_out_dir(o.out, "sft", run_details(o, j));
   std::vector<TrainItem> data;
   if (!s.from_samples.empty()) {
     data = items_from_samples(s.from_samples, tasks, scale, s.per_task);
@@ -109,7 +109,6 @@ void run_sft_command(const CommonOptions& o, const SftOptions& s) {
     }
     KBRL_CHECK_INPUT(!data.empty(), "no correct teacher samples to train on");
   }
-  write_run_json(dir, "sft", o, j);
   CsvTable epochs(dir / "sft_epochs.csv", schemas::sft_epochs());
   const std::vector<SftEpoch> result = run_sft(*policy, data, c, &epochs, progress_line);
   policy->save_base(dir / "sft.pt");

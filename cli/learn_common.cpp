@@ -1,6 +1,5 @@
 #include "learn_common.h"
 
-#include <fstream>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -52,11 +51,8 @@ EnvHandle make_env(const CommonOptions& o, Scale scale) {
   return h;
 }
 
-/// DIR/run.json: the resolved config and the setup, for the record.
-void write_run_json(const fs::path& dir, const std::string& command, const CommonOptions& o,
-                    const nlohmann::json& config) {
-  nlohmann::json j = {{"command", command},
-                      {"config", config},
+nlohmann::json run_details(const CommonOptions& o, const nlohmann::json& config) {
+  return {{"config", config},
                       {"policy",
                        {{"name", o.policy.name},
                         {"checkpoint", o.policy.checkpoint},
@@ -65,9 +61,7 @@ void write_run_json(const fs::path& dir, const std::string& command, const Commo
                         {"device", o.policy.device},
                         {"seed", o.policy.seed}}},
                       {"env", o.env},
-                      {"env_seed", o.env_seed},
-                      {"kbrl_version", std::string(kbrl_version())}};
-  std::ofstream(dir / "run.json") << j.dump(2) << "\n";
+                      {"env_seed", o.env_seed}};
 }
 
 void add_common_options(CLI::App* cmd, CommonOptions& o,

@@ -93,9 +93,9 @@ EnvHandle make_env(const CommonOptions& o, Scale scale);
 /// A per-(seed, task) sampling seed.
 uint64_t task_seed(uint64_t seed, int task_id);
 
-/// DIR/run.json: the command, the resolved config and the setup, for the record.
-void write_run_json(const std::filesystem::path& dir, const std::string& command, const CommonOptions& o,
-                    const nlohmann::json& config);
+/// What run.json records of a learning run beside its command (prepare_out_dir writes it): the
+/// resolved config, the policy and the environment.
+nlohmann::json run_details(const CommonOptions& o, const nlohmann::json& config);
 
 /// Adds the options every learning command takes; `key_flags` are (flag, config key, help);
 /// `resume_help`, when given, adds --resume with that help.

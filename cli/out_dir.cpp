@@ -73,18 +73,18 @@ fs::path check_out_dir(const OutDirFlags& flags, std::string_view command) {
   return dir;
 }
 
-fs::path prepare_out_dir(const OutDirFlags& flags, std::string_view command) {
+fs::path prepare_out_dir(const OutDirFlags& flags, std::string_view command, const nlohmann::json& details) {
   const fs::path dir = check_out_dir(flags, command);
   const bool has_files = fs::exists(dir) && !fs::is_empty(dir);
   if (has_files && flags.force)
     for (const auto& e : fs::directory_iterator(dir)) fs::remove_all(e.path());
   fs::create_directories(dir);
-  if (!(has_files && flags.resume)) {
-    std::ofstream out(dir / kManifest);
-    out << nlohmann::json{{"command", std::string(command)}, {"kbrl_version", std::string(kbrl_version())}}.dump(2)
-        << "\n";
-    KBRL_CHECK_INPUT(out.good(), "cannot write {}", (dir / kManifest).string());
-  }
+  nlohmann::json manifest = {{"command", std::string(command)}};
+  manifest.update(details);
+  manifest["kbrl_version"] = std::string(kbrl_version());
+  std::ofstream out(dir / kManifest);
+  out << manifest.dump(2) << "\n";
+  KBRL_CHECK_INPUT(out.good(), "cannot write {}", (dir / kManifest).string());
   return dir;
 }
 

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 namespace kbrl::cli {
 
@@ -26,11 +27,14 @@ void add_out_flags(CLI::App* cmd, OutDirFlags& flags, std::string_view resume_he
 /// that may fail on bad input, so that a refused command leaves no folder behind. Returns the path.
 std::filesystem::path check_out_dir(const OutDirFlags& flags, std::string_view command);
 
-/// The folder for a run of `command` ("train", "sweep", ...), created if missing, with run.json
-/// naming the command. Throws InputError when --out is missing or not a directory; when it holds
+/// The folder for a run of `command` ("train", "sweep", ...), created if missing, with run.json:
+/// the command, kbrl's version and `details` (a learning run's config and setup), written here
+/// only. Throws InputError when --out is missing or not a directory; when it holds
 /// files and neither --resume nor --force was given (naming both, and what it holds); with
 /// --resume, when it holds no run of `command`; with --force, when it is not a kbrl run's folder
-/// (no run.json). --force removes everything in the folder first; --resume keeps it.
-std::filesystem::path prepare_out_dir(const OutDirFlags& flags, std::string_view command);
+/// (no run.json). --force removes everything in the folder first; --resume keeps it (run.json is
+/// written anew: it describes the latest invocation).
+std::filesystem::path prepare_out_dir(const OutDirFlags& flags, std::string_view command,
+                                      const nlohmann::json& details = nlohmann::json::object());
 
 }  // namespace kbrl::cli
