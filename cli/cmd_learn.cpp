@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <kbrl/csv.h>
 #include <kbrl/error.h>
+#include <kbrl/splitmix64.h>
 
 #include "commands.h"
 #include <experiments/schemas.h>
@@ -45,7 +46,7 @@ void run_sample(const CommonOptions& o) {
                            "compiled", "correct", "fast", "sig fast", "best x", "best config");
   for (int id : c.tasks) {
     const TaskSpec task = task_spec(id, c.scale);
-    const std::vector<Sample> samples = policy->sample(task, c.k, c.temperature, task_seed(c.seed, id));
+    const std::vector<Sample> samples = policy->sample(task, c.k, c.temperature, derive_seed(c.seed, {id}));
     const std::vector<Rollout> rollouts = env.env->evaluate(task, samples, policy->name());
     int correct = 0, compiled = 0, fast = 0, sig_fast = 0;
     const Rollout* best = nullptr;

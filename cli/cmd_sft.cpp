@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 #include <kbrl/error.h>
+#include <kbrl/splitmix64.h>
 
 #include "commands.h"
 #include <experiments/algorithms.h>
@@ -96,7 +97,7 @@ void run_sft_command(const CommonOptions& o, const SftOptions& s) {
     CsvTable teacher_csv(dir / "teacher_samples.csv", schemas::samples());
     for (int id : tasks) {
       const TaskSpec task = task_spec(id, scale);
-      const std::vector<Sample> samples = teacher.sample(task, s.per_task, 1.0, task_seed(c.seed, id));
+      const std::vector<Sample> samples = teacher.sample(task, s.per_task, 1.0, derive_seed(c.seed, {id}));
       const std::vector<Rollout> rollouts = env.env->evaluate(task, samples, teacher.name());
       std::vector<Sample> correct;
       for (size_t i = 0; i < rollouts.size(); ++i) {

@@ -3,7 +3,6 @@
 #include <iostream>
 
 #include <fmt/format.h>
-#include <kbrl/splitmix64.h>
 
 #include <harness/gpu/gpu_session.h>
 
@@ -101,8 +100,5 @@ void add_common_options(CLI::App* cmd, CommonOptions& o,
   cmd->add_option("--log", o.log_path, "the evaluator's rollout log (JSONL; a resumed run skips what it holds)");
   add_out_flags(cmd, o.out, resume_help);
 }
-
-
-uint64_t task_seed(uint64_t seed, int task_id) { return derive_seed(seed, {task_id}); }
 
 }  // namespace kbrl::cli

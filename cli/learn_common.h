@@ -90,9 +90,6 @@ struct EnvHandle {
 /// the synthetic table), with --log attached.
 EnvHandle make_env(const CommonOptions& o, Scale scale);
 
-/// A per-(seed, task) sampling seed.
-uint64_t task_seed(uint64_t seed, int task_id);
-
 /// What run.json records of a learning run beside its command (prepare_out_dir writes it): the
 /// resolved config, the policy and the environment.
 nlohmann::json run_details(const CommonOptions& o, const nlohmann::json& config);

@@ -14,8 +14,6 @@
 namespace kbrl {
 namespace {
 
-uint64_t stream_seed(uint64_t seed, int task_id) { return derive_seed(seed, {task_id}); }
-
 /// The token vectors of every legal configuration (cached per task id).
 const std::vector<std::vector<int>>& all_tokens(const TaskSpec& task) {
   static std::mutex mutex;
@@ -79,7 +77,7 @@ std::vector<Sample> sample_by(const TaskSpec& task, int n, double temperature, u
   KBRL_CHECK_INPUT(n >= 0 && temperature >= 0, "sample: n {} and temperature {} must be >= 0", n,
                    temperature);
   const KnobSpace& space = knob_space_of(task);
-  uint64_t state = stream_seed(seed, task.id);
+  uint64_t state = derive_seed(seed, {task.id});
   std::vector<Sample> out;
   for (int i = 0; i < n; ++i) {
     Sample s;
