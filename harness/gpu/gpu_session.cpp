@@ -1,18 +1,16 @@
 #include "gpu_session.h"
 
 #include <kbrl/error.h>
+#include <kbrl/splitmix64.h>
 
 #include "cuda_driver.h"
 
 namespace kbrl {
 
 uint64_t trial_seed(uint64_t secret, int task_id, int trial) {
-  // splitmix64 over the three values: distinct, unpredictable without the secret.
-  uint64_t z = secret ^ (0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(task_id + 1)) ^
-               (0xD1B54A32D192ED03ULL * static_cast<uint64_t>(trial + 1));
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return (z ^ (z >> 31)) & 0x7FFFFFFFFFFFFFFFULL;  // torch seeds are taken as uint64; keep it positive
+  // Distinct per (task, trial), unpredictable without the secret; torch takes seeds as uint64:
+  // keep it positive.
+  return derive_seed(secret, {trial, task_id}) & 0x7FFFFFFFFFFFFFFFULL;
 }
 
 int warmups_for(uint64_t secret, std::string_view candidate_key) {
