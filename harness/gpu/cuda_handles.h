@@ -1,5 +1,5 @@
 #pragma once
-// Owners of CUDA driver handles (STYLE.md 3): move-only, released by a noexcept destructor. Driver
+// Owners of CUDA driver handles: move-only, released by a noexcept destructor. Driver
 // API only (no libtorch), so the always-built comparison kernel uses them as well as the session.
 // A failed release is ignored: it happens after a sticky error, when the context is already lost and
 // the worker process is about to be replaced, and a destructor must not throw.

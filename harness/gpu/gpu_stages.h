@@ -2,7 +2,8 @@
 // The value types of the GPU stage's steps. GpuSession::run (gpu/session_cuda.cpp) is
 //   load (gpu/load.cpp) -> check (gpu/check.cpp): CheckResult -> time (gpu/time.cpp): Timing
 // and then assembles the GpuJobResult the worker sends back (gpu_session.h). A candidate's failure
-// is a CandidateFault inside these values, never an exception (STYLE.md 4). No libtorch here.
+// is a CandidateFault inside these values, never an exception (exceptions are for harness
+// faults). No libtorch here.
 #include <cstdint>
 #include <optional>
 #include <string>
