@@ -6,6 +6,7 @@
 #include <kbrl/splitmix64.h>
 
 #include "endpoint_policy.h"
+#include "spec_fields.h"
 
 namespace kbrl {
 
@@ -24,48 +25,6 @@ namespace {
 constexpr std::string_view kKeys =
     "model, api, server, max_tokens, top_p, stop, key_env, concurrency, timeout, retries, style, shots, system, log";
 
-// Splits on commas that are not escaped with a backslash, and undoes the escapes \, \\ \n \t.
-std::vector<std::string> split_fields(std::string_view s, std::string_view spec) {
-  std::vector<std::string> out(1);
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (c == '\\') {
-      KBRL_CHECK_INPUT(i + 1 < s.size(), "policy spec '{}' ends with a lone backslash", spec);
-      const char n = s[++i];
-      switch (n) {
-        case ',': out.back() += ','; break;
-        case '\\': out.back() += '\\'; break;
-        case 'n': out.back() += '\n'; break;
-        case 't': out.back() += '\t'; break;
-        default:
-          throw InputError(fmt::format("policy spec '{}': unknown escape '\\{}' (use \\, \\\\ \\n \\t)", spec, n));
-      }
-    } else if (c == ',') {
-      out.emplace_back();
-    } else {
-      out.back() += c;
-    }
-  }
-  return out;
-}
-
-int parse_int(std::string_view key, const std::string& value, int min, int max) {
-  int v = 0;
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-  KBRL_CHECK_INPUT(ec == std::errc() && end == value.data() + value.size() && v >= min && v <= max,
-                   "policy spec: {}={} is not an integer in {}..{}", key, value, min, max);
-  return v;
-}
-
-double parse_double(std::string_view key, const std::string& value, double min, double max, bool min_open) {
-  char* end = nullptr;
-  const double v = value.empty() ? 0.0 : std::strtod(value.c_str(), &end);
-  const bool ok = !value.empty() && end == value.c_str() + value.size() && std::isfinite(v) &&
-                  (min_open ? v > min : v >= min) && v <= max;
-  KBRL_CHECK_INPUT(ok, "policy spec: {}={} is not a number in {}{}, {}]", key, value, min_open ? "(" : "[", min, max);
-  return v;
-}
-
 }  // namespace
 
 EndpointOptions parse_endpoint_spec(std::string_view spec) {
@@ -73,7 +32,7 @@ EndpointOptions parse_endpoint_spec(std::string_view spec) {
   KBRL_CHECK_INPUT(spec.starts_with(prefix),
                    "policy spec '{}' does not start with 'endpoint:' (endpoint:<url>[,key=value...]; keys: {})", spec,
                    kKeys);
-  const auto fields = split_fields(spec.substr(prefix.size()), spec);
+  const auto fields = split_spec_fields(spec.substr(prefix.size()), spec);
   EndpointOptions o;
   o.url = fields[0];
   KBRL_CHECK_INPUT(o.url.starts_with("http://") || o.url.starts_with("https://"),
@@ -100,9 +59,9 @@ EndpointOptions parse_endpoint_spec(std::string_view spec) {
       KBRL_CHECK_INPUT(server, "policy spec: server={} is not one of {}", value, enum_names_list<ServerKind>());
       o.server = *server;
     } else if (key == "max_tokens") {
-      o.max_tokens = parse_int(key, value, 1, 1 << 24);
+      o.max_tokens = parse_spec_int(key, value, 1, 1 << 24);
     } else if (key == "top_p") {
-      o.top_p = parse_double(key, value, 0.0, 1.0, true);
+      o.top_p = parse_spec_double(key, value, 0.0, 1.0, true);
     } else if (key == "stop") {
       KBRL_CHECK_INPUT(!value.empty(), "policy spec: stop= needs a non-empty string");
       o.stop.push_back(value);
@@ -111,15 +70,15 @@ EndpointOptions parse_endpoint_spec(std::string_view spec) {
                        "policy spec: key_env={} is not an environment variable name", value);
       o.key_env = value;
     } else if (key == "concurrency") {
-      o.http.max_concurrent = parse_int(key, value, 1, 4096);
+      o.http.max_concurrent = parse_spec_int(key, value, 1, 4096);
     } else if (key == "timeout") {
-      o.http.timeout_seconds = parse_double(key, value, 0.0, 86400.0, true);
+      o.http.timeout_seconds = parse_spec_double(key, value, 0.0, 86400.0, true);
     } else if (key == "retries") {
-      o.http.retries = parse_int(key, value, 0, 100);
+      o.http.retries = parse_spec_int(key, value, 0, 100);
     } else if (key == "style") {
       o.prompt.style = parse_text_style(value);
     } else if (key == "shots") {
-      o.prompt.shots = parse_int(key, value, 0, kMaxPromptShots);
+      o.prompt.shots = parse_spec_int(key, value, 0, kMaxPromptShots);
     } else if (key == "system") {
       o.prompt.system = parse_system_prompt(value);
     } else if (key == "log") {

@@ -22,6 +22,12 @@ std::vector<std::vector<double>> Policy::score_text(const TaskSpec& task, const 
                                name(), task.id));
 }
 
+std::vector<int> Policy::text_tokens(const std::string& text) {
+  throw InputError(fmt::format("the {} policy cannot tokenize text for training: use a language model in the "
+                               "process (--policy lm:MODEL)",
+                               name()));
+}
+
 const KnobSpace& knob_space_of(const TaskSpec& task) {
   static std::mutex mutex;
   static std::map<int, std::unique_ptr<KnobSpace>> cache;

@@ -74,6 +74,11 @@ class Policy {
   /// checkpoints. Policies of knob actions throw InputError (they score tokens, not text).
   virtual std::vector<std::vector<double>> score_text(const TaskSpec& task,
                                                       const std::vector<std::string>& texts);
+
+  /// The token ids of `text` as this policy's answer (what score_text scores), for supervised data
+  /// written by someone else (SFT on known-good kernels). Policies of knob actions, and policies
+  /// whose tokenizer lives in a server, throw InputError.
+  virtual std::vector<int> text_tokens(const std::string& text);
 };
 
 /// What an SDPO teacher sees besides the task (the reports' teacher context): optionally a

@@ -196,6 +196,20 @@ std::vector<Example> choose_examples(const TaskSpec& task, TextStyle style, int 
   return out;
 }
 
+}  // namespace
+
+std::optional<std::string> known_good_answer(const TaskSpec& task, TextStyle style) {
+  for (const CatalogKernel& k : known_good_kernels()) {
+    if (k.task_id != task.id) continue;
+    const std::string source = kernel_source(k);
+    if (is_scaffold_file(source) != (style == TextStyle::body)) continue;
+    return fenced("cuda", example_answer(source, style));
+  }
+  return std::nullopt;
+}
+
+namespace {
+
 std::string examples_section(const std::vector<Example>& examples, TextStyle style) {
   if (examples.empty()) return {};
   std::string out = "# Worked examples (other tasks)\n";

@@ -77,4 +77,9 @@ struct Prompt {
 /// to_string(SystemPrompt) and parse_system_prompt are defined with it (policies/prompt.cpp).
 Prompt build_prompt(const TaskSpec& task, const PromptOptions& options = {});
 
+/// The answer a model should give for `task`: the task's own known-good kernel
+/// (kernels/kernel_catalog.h) in `style`, in one ```cuda block, as the worked examples show answers;
+/// nullopt when the catalog has none of that task in that style. SFT's demonstrations.
+std::optional<std::string> known_good_answer(const TaskSpec& task, TextStyle style);
+
 }  // namespace kbrl

@@ -8,6 +8,9 @@
 #                                     Without a server binary or model it writes nothing and exits 0:
 #                                     the llm tests then report skipped (or fail under
 #                                     KBRL_REQUIRE_LLM=1).
+#   llama_server.sh start STATE_DIR MODEL [ARGS...]
+#                                     the same with another GGUF file and extra server arguments
+#                                     (the parity test's float32 copy: -ctk f32 -ctv f32 -fa off).
 #   llama_server.sh stop STATE_DIR    stops the server started there (bounded) and removes url/pid.
 # Reproducibility: one slot (-np 1), prompt caching off (--no-cache-prompt, --cache-ram 0) so that
 # every request evaluates its prompt the same way, whatever ran before it; every request sends its
@@ -24,6 +27,11 @@ fi
 home=${KBRL_LLM_HOME:-$HOME/.cache/kbrl/llm}
 server="$home/bin/llama-server"
 model="$home/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+extra=()
+if [ $# -ge 3 ]; then
+  model=$3
+  extra=("${@:4}")
+fi
 say() { echo "llama_server.sh: $*"; }
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -60,7 +68,7 @@ case "$action" in
       [ -n "$port" ] || { say "found no free port"; exit 1; }
       url="http://127.0.0.1:$port"
       "$server" --host 127.0.0.1 --port "$port" -m "$model" -c 4096 -np 1 --threads "${KBRL_LLM_THREADS:-1}" \
-        --no-cache-prompt --cache-ram 0 --no-webui --seed 1 \
+        --no-cache-prompt --cache-ram 0 --no-webui --seed 1 "${extra[@]}" \
         >"$state/server.log" 2>&1 </dev/null &
       pid=$!
       for i in $(seq 1 600); do  # 60 s

@@ -1,0 +1,155 @@
+// Throughput of the language model in the process (Google Benchmark; figures printed, never
+// asserted): sampling tokens/s (a batch of completions of one task prompt, KV cache, the prompt
+// computed once) and training tokens/s (one GRPO step with LoRA rank 16 on those completions), next
+// to llama-server's sampling rate on the same machine in the same run (the same prompt tokens,
+// the completions one request after another, as its one slot serves them).
+//   CPU: SmolLM2-135M-Instruct (KBRL_LLM_MODEL or .ci/setup-llm's file) in float32; llama-server from
+//        KBRL_LLM_URL (or the fixture's URL file) serving the same GGUF.
+//   GPU (when libtorch sees one): a randomly initialized Llama-shaped model (12 layers, hidden 768,
+//        bfloat16) with the same batch shapes.
+// Counters: tokens/s = generated (or trained) completion tokens per second of wall time.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+
+#include <nlohmann/json.hpp>
+#include <policies/http_client.h>
+#include <policies/lm/language_model.h>
+#include <policies/lm/lm_policy.h>
+#include <reference/task_registry.h>
+#include <torch/cuda.h>
+
+#include "llm_testing.h"
+#include "lm_policy_testing.h"
+
+namespace kbrl::lm {
+namespace {
+
+constexpr int kCompletions = 8;
+constexpr int kMaxTokens = 128;
+
+TaskSpec relu() { return task_spec(19, Scale::kernelbench); }
+
+std::unique_ptr<LmPolicy>& cpu_policy() {
+  static std::unique_ptr<LmPolicy> p;
+  if (!p && !testing::llm_model_path().empty()) {
+    LmOptions o = parse_lm_spec("lm:" + testing::llm_model_path() + ",shots=0,system=none");
+    o.max_tokens = kMaxTokens;
+    p = std::make_unique<LmPolicy>(std::move(o));
+  }
+  return p;
+}
+
+std::unique_ptr<LmPolicy>& gpu_policy() {
+  static std::unique_ptr<LmPolicy> p;
+  if (!p && torch::cuda::is_available()) {
+    LmOptions o = parse_lm_spec("lm:random:12x768:1,shots=0,system=none,device=cuda,dtype=bfloat16");
+    o.max_tokens = kMaxTokens;
+    p = std::make_unique<LmPolicy>(std::move(o));
+  }
+  return p;
+}
+
+void sample_bench(benchmark::State& state, LmPolicy* p, int n) {
+  if (!p) {
+    state.SkipWithError("no model (CPU: .ci/setup-llm's SmolLM2; GPU: none visible)");
+    return;
+  }
+  p->sample(relu(), 1, 1.0, 0);  // warm-up (and the prompt's tokens cached)
+  int64_t tokens = 0;
+  uint64_t seed = 1;
+  for (auto _ : state) {
+    const auto samples = p->sample(relu(), n, 1.0, seed++);
+    for (const Sample& s : samples) tokens += s.token_count();
+  }
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
+  state.counters["prompt_tokens"] = static_cast<double>(p->prompt_tokens(relu(), p->options().prompt).size());
+}
+
+void train_bench(benchmark::State& state, LmPolicy* p) {
+  if (!p) {
+    state.SkipWithError("no model (CPU: .ci/setup-llm's SmolLM2; GPU: none visible)");
+    return;
+  }
+  p->add_adapter({16, 32.0}, 1);
+  p->set_optimizer({.learning_rate = 1e-5});
+  const auto samples = p->sample(relu(), kCompletions, 1.0, 7);
+  std::vector<double> adv;
+  for (int i = 0; i < kCompletions; ++i) adv.push_back(i % 2 ? 1.0 : -1.0);
+  const auto items = testing::items_with(relu(), samples, adv);
+  int64_t tokens = 0;
+  for (auto _ : state) tokens += p->update(items, UpdateConfig{}).tokens;
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
+  p->remove_adapter();
+}
+
+void BM_SampleCpu(benchmark::State& state) { sample_bench(state, cpu_policy().get(), static_cast<int>(state.range(0))); }
+void BM_TrainStepCpu(benchmark::State& state) { train_bench(state, cpu_policy().get()); }
+void BM_SampleGpu(benchmark::State& state) { sample_bench(state, gpu_policy().get(), static_cast<int>(state.range(0))); }
+void BM_TrainStepGpu(benchmark::State& state) { train_bench(state, gpu_policy().get()); }
+
+// Decoding alone: a 16-token prompt, kMaxTokens new tokens per completion, through LanguageModel.
+void BM_DecodeCpu(benchmark::State& state) {
+  LmPolicy* p = cpu_policy().get();
+  if (!p) {
+    state.SkipWithError("no model (.ci/setup-llm's SmolLM2)");
+    return;
+  }
+  const std::vector<int> prompt = p->model().tokenizer().encode("Write a CUDA kernel that adds two arrays.");
+  GenerateOptions g;
+  g.max_tokens = kMaxTokens;
+  int64_t tokens = 0;
+  for (auto _ : state) {
+    for (const Generation& gen : p->model().generate(prompt, static_cast<int>(state.range(0)), g))
+      tokens += static_cast<int64_t>(gen.tokens.size());
+    ++g.seed;
+  }
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
+}
+
+// llama-server on the same prompt tokens: one request per completion (its one slot serves them one
+// after another), pure temperature sampling. Arg 1: the task prompt (prompt processing included,
+// as ours); arg 0: the 16-token prompt of BM_DecodeCpu. `server_decode_tokens/s` is the server's
+// own figure for its decoding (timings.predicted_per_second, averaged).
+void BM_LlamaServerSample(benchmark::State& state) {
+  const std::string url = testing::llm_url();
+  LmPolicy* p = cpu_policy().get();
+  if (url.empty() || !p) {
+    state.SkipWithError("no llama-server or no model (.ci/setup-llm; the llama_server fixture gives the URL)");
+    return;
+  }
+  const std::vector<int> prompt = state.range(1) ? p->prompt_tokens(relu(), p->options().prompt)
+                                                 : p->model().tokenizer().encode("Write a CUDA kernel that adds two arrays.");
+  HttpClient http;
+  int64_t tokens = 0, seed = 1, requests = 0;
+  double server_rate = 0;
+  for (auto _ : state) {
+    for (int i = 0; i < static_cast<int>(state.range(0)); ++i) {
+      const nlohmann::json body = {{"prompt", prompt}, {"n_predict", kMaxTokens}, {"temperature", 1.0},
+                                   {"top_k", 0},       {"min_p", 0.0},           {"seed", seed++},
+                                   {"cache_prompt", false}};
+      const HttpResponse r = http.post_json(url + "/completion", body.dump());
+      if (r.status != 200) {
+        state.SkipWithError(("llama-server answered " + std::to_string(r.status)).c_str());
+        return;
+      }
+      const nlohmann::json j = nlohmann::json::parse(r.body);
+      tokens += j.at("tokens_predicted").get<int64_t>();
+      server_rate += j.at("timings").at("predicted_per_second").get<double>();
+      ++requests;
+    }
+  }
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
+  state.counters["server_decode_tokens/s"] = requests ? server_rate / static_cast<double>(requests) : 0.0;
+}
+
+BENCHMARK(BM_SampleCpu)->Arg(1)->Arg(kCompletions)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
+BENCHMARK(BM_DecodeCpu)->Arg(1)->Arg(kCompletions)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
+BENCHMARK(BM_LlamaServerSample)->Args({kCompletions, 1})->Args({kCompletions, 0})->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
+BENCHMARK(BM_TrainStepCpu)->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
+BENCHMARK(BM_SampleGpu)->Arg(1)->Arg(kCompletions)->Arg(64)->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
+BENCHMARK(BM_TrainStepGpu)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
+
+}  // namespace
+}  // namespace kbrl::lm
+BENCHMARK_MAIN();

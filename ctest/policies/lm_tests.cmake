@@ -1,0 +1,38 @@
+kbrl_add_test(NAME test_lm_files LABELS unit SOURCES test_lm_model_file.cpp test_lm_chat_template.cpp LIBS kbrl::lm_files)
+# The language-model policy on a small random model (no model file, no server).
+kbrl_add_test(NAME test_lm_policy LABELS unit TIMEOUT 300 SOURCES test_lm_policy.cpp LIBS kbrl::lm kbrl::reference)
+# The language model against llama.cpp (parity of log-probs and greedy decoding) and the trainable
+# policy on SmolLM2 (LoRA no-op at init, one GRPO step): needs .ci/setup-llm's server and model.
+kbrl_add_test(NAME test_lm_llm LABELS llm TIMEOUT 900 SOURCES test_lm_llm.cpp LIBS kbrl::lm kbrl::reference)
+target_compile_definitions(test_lm_llm PRIVATE KBRL_LLM_URL_FILE="${KBRL_LLM_STATE_DIR}/url")
+set_tests_properties(test_lm_llm PROPERTIES FIXTURES_REQUIRED llama_server
+  SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\] [0-9]+ tests?[.,]")
+# Sampling and training tokens/s of the model in the process, next to llama-server's (bench label).
+kbrl_add_benchmark(NAME bench_lm SOURCES bench_lm.cpp LIBS kbrl::lm kbrl::reference kbrl_testing)
+if(TARGET bench_lm)
+  target_compile_definitions(bench_lm PRIVATE KBRL_LLM_URL_FILE="${KBRL_LLM_STATE_DIR}/url")
+  set_tests_properties(bench_lm PROPERTIES FIXTURES_REQUIRED llama_server)
+endif()
+# The parity test's second oracle: llama-server computing in float32 on the dequantized copy of the
+# same GGUF (`kbrl model f32`), float32 KV cache, no flash attention.
+set(KBRL_LLM_F32_STATE_DIR "${CMAKE_BINARY_DIR}/llm-f32")
+add_test(NAME llm_f32_model
+  COMMAND bash ${PROJECT_SOURCE_DIR}/ctest/llm/f32_model.sh $<TARGET_FILE:kbrl> ${KBRL_LLM_F32_STATE_DIR}/model-f32.gguf)
+set_tests_properties(llm_f32_model PROPERTIES LABELS llm TIMEOUT 300 FIXTURES_SETUP llm_f32_model)
+add_test(NAME llama_server_f32_start
+  COMMAND bash ${PROJECT_SOURCE_DIR}/ctest/llm/llama_server.sh start ${KBRL_LLM_F32_STATE_DIR}
+          ${KBRL_LLM_F32_STATE_DIR}/model-f32.gguf -ctk f32 -ctv f32 -fa off)
+add_test(NAME llama_server_f32_stop
+  COMMAND bash ${PROJECT_SOURCE_DIR}/ctest/llm/llama_server.sh stop ${KBRL_LLM_F32_STATE_DIR})
+set_tests_properties(llama_server_f32_start PROPERTIES LABELS llm TIMEOUT 120 FIXTURES_SETUP llama_server_f32
+  FIXTURES_REQUIRED llm_f32_model)
+set_tests_properties(llama_server_f32_stop PROPERTIES LABELS llm TIMEOUT 60 FIXTURES_CLEANUP llama_server_f32)
+target_compile_definitions(test_lm_llm PRIVATE KBRL_LLM_F32_URL_FILE="${KBRL_LLM_F32_STATE_DIR}/url")
+set_tests_properties(test_lm_llm PROPERTIES FIXTURES_REQUIRED "llama_server;llama_server_f32")
+# The language-model RL loop end to end on a GPU in one process: SFT warm start of a random model
+# (float32, CUDA) on the known-good ReLU body, then GRPO steps sampled, compiled and evaluated by
+# the real evaluator (skipped without a GPU). Figures to $KBRL_RESULTS_OUT/lm_gpu_e2e.csv when set.
+kbrl_add_test(NAME test_lm_gpu LABELS gpu TIMEOUT 900 SOURCES test_lm_gpu.cpp
+  LIBS kbrl::lm kbrl::algorithms kbrl::harness kbrl::kernels kbrl::reference)
+target_compile_definitions(test_lm_gpu PRIVATE KBRL_CLI="$<TARGET_FILE:kbrl>")
+add_dependencies(test_lm_gpu kbrl)

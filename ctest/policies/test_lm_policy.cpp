@@ -1,0 +1,208 @@
+// LmPolicy and LanguageModel on a small randomly initialized Llama-shaped model (no model file, no
+// server): the KV-cache sampler against full-sequence scoring, seeds, top-p, LoRA (a fresh adapter
+// changes nothing; merge keeps the function; checkpoints round-trip), one GRPO step moves the
+// log-probs the way the advantages say, the teacher reads feedback, and the spec's errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include <kbrl/error.h>
+#include <unistd.h>
+
+#include "lm_policy_testing.h"
+
+namespace kbrl::lm {
+namespace {
+
+using testing::items_with;
+using testing::sum_of;
+
+// Two layers, hidden 128 (2 heads, head dim 64), byte-level vocabulary; a short prompt (no system
+// part, no worked examples) keeps every test within a second or two on one core.
+LmOptions tiny(int max_tokens = 24) {
+  LmOptions o = parse_lm_spec("lm:random:2x128:7,shots=0,system=none");
+  o.max_tokens = max_tokens;
+  return o;
+}
+
+TaskSpec relu() { return task_spec(19, Scale::small); }
+
+void expect_near_rows(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b, double tol) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].size(), b[i].size()) << "row " << i;
+    for (size_t j = 0; j < a[i].size(); ++j) EXPECT_NEAR(a[i][j], b[i][j], tol) << "row " << i << " token " << j;
+  }
+}
+
+std::vector<std::vector<int>> tokens_of(const std::vector<Sample>& s) {
+  std::vector<std::vector<int>> out;
+  for (const Sample& x : s) out.push_back(x.tokens);
+  return out;
+}
+
+std::vector<std::vector<double>> logprobs_of(const std::vector<Sample>& s) {
+  std::vector<std::vector<double>> out;
+  for (const Sample& x : s) out.push_back(x.logprobs);
+  return out;
+}
+
+TEST(LmPolicy, CachedSamplingAgreesWithFullSequenceScoring) {
+  LmPolicy p(tiny());
+  const auto samples = p.sample(relu(), 3, 0.8, 11);
+  ASSERT_EQ(samples.size(), 3u);
+  for (const Sample& s : samples) {
+    EXPECT_EQ(s.kind, ActionKind::text);
+    EXPECT_EQ(s.tokens.size(), s.logprobs.size());
+    EXPECT_FALSE(s.tokens.empty());
+    EXPECT_TRUE(s.finish_reason == "stop" || s.finish_reason == "length");
+    EXPECT_EQ(s.prompt_version.rfind("kbrl-prompt-", 0), 0u);
+  }
+  // The sampler's log-probs come from the KV cache, one token at a time; scoring recomputes the
+  // whole sequence at once: they agree to float32 rounding.
+  expect_near_rows(p.logprob(relu(), tokens_of(samples), 0.8), logprobs_of(samples), 2e-4);
+}
+
+TEST(LmPolicy, SeedsReproduceAndSampleIDoesNotDependOnN) {
+  LmPolicy p(tiny());
+  const auto a = p.sample(relu(), 2, 1.0, 5);
+  const auto b = p.sample(relu(), 4, 1.0, 5);
+  const auto c = p.sample(relu(), 2, 1.0, 6);
+  EXPECT_EQ(a[0].tokens, b[0].tokens);
+  EXPECT_EQ(a[1].tokens, b[1].tokens);
+  EXPECT_NE(a[0].tokens, c[0].tokens);
+  EXPECT_NE(a[0].tokens, a[1].tokens);
+}
+
+TEST(LmPolicy, TinyTopPIsGreedy) {
+  LmOptions o = tiny();
+  LmPolicy greedy(o);
+  o.top_p = 1e-9;
+  LmPolicy nucleus(o);
+  const auto g = greedy.sample(relu(), 1, 0.0, 1);
+  const auto n = nucleus.sample(relu(), 2, 1.0, 3);
+  EXPECT_EQ(n[0].tokens, g[0].tokens);
+  EXPECT_EQ(n[1].tokens, g[0].tokens);
+  // Greedy samples report the model's own (temperature 1) log-probs.
+  expect_near_rows(greedy.logprob(relu(), tokens_of(g), 1.0), logprobs_of(g), 2e-4);
+}
+
+TEST(LmPolicy, AFreshAdapterChangesNothingAndMergeKeepsTheFunction) {
+  LmPolicy p(tiny());
+  const auto samples = p.sample(relu(), 2, 1.0, 3);
+  const auto before = p.logprob(relu(), tokens_of(samples), 1.0);
+  p.add_adapter({8, 16.0}, 1);
+  EXPECT_TRUE(p.has_adapter());
+  EXPECT_GT(p.parameter_count(true), 0);
+  expect_near_rows(p.logprob(relu(), tokens_of(samples), 1.0), before, 1e-6);
+  p.set_optimizer({.learning_rate = 1e-2});
+  p.update(items_with(relu(), samples, {1.0, -1.0}), UpdateConfig{});
+  const auto trained = p.logprob(relu(), tokens_of(samples), 1.0);
+  p.merge_adapter();
+  EXPECT_FALSE(p.has_adapter());
+  EXPECT_EQ(p.parameter_count(true), 0);
+  expect_near_rows(p.logprob(relu(), tokens_of(samples), 1.0), trained, 1e-3);
+}
+
+TEST(LmPolicy, OneGrpoStepRaisesThePositiveSampleAndLowersTheNegative) {
+  LmPolicy p(tiny());
+  p.add_adapter({8, 16.0}, 2);
+  p.set_optimizer({.learning_rate = 1e-2});
+  const auto samples = p.sample(relu(), 2, 1.0, 9);
+  const std::string before_state = p.adapter_state();
+  const auto before = p.logprob(relu(), tokens_of(samples), 1.0);
+  const UpdateStats st = p.update(items_with(relu(), samples, {1.0, -1.0}), UpdateConfig{});
+  EXPECT_GT(st.grad_norm, 0.0);
+  EXPECT_GT(st.entropy, 0.0);
+  EXPECT_EQ(st.tokens, static_cast<int64_t>(samples[0].tokens.size() + samples[1].tokens.size()));
+  EXPECT_NE(p.adapter_state(), before_state);
+  const auto after = p.logprob(relu(), tokens_of(samples), 1.0);
+  EXPECT_GT(sum_of(after[0]), sum_of(before[0]));
+  EXPECT_LT(sum_of(after[1]), sum_of(before[1]));
+}
+
+TEST(LmPolicy, SftRaisesTheLikelihoodOfItsData) {
+  LmPolicy p(tiny());
+  p.add_adapter({8, 16.0}, 4);
+  p.set_optimizer({.learning_rate = 1e-2});
+  const auto samples = p.sample(relu(), 2, 1.0, 10);
+  UpdateConfig sft;
+  sft.objective = Objective::likelihood;
+  const double before = sum_of(p.logprob(relu(), tokens_of(samples), 1.0)[0]);
+  for (int i = 0; i < 3; ++i) p.update(items_with(relu(), samples, {1.0, 1.0}), sft);
+  EXPECT_GT(sum_of(p.logprob(relu(), tokens_of(samples), 1.0)[0]), before + 1.0);
+}
+
+TEST(LmPolicy, AdapterCheckpointsRoundTrip) {
+  LmPolicy p(tiny());
+  p.add_adapter({4, 8.0}, 3);
+  p.set_optimizer({.learning_rate = 1e-2});
+  const auto samples = p.sample(relu(), 2, 1.0, 1);
+  p.update(items_with(relu(), samples, {1.0, -1.0}), UpdateConfig{});
+  const auto trained = p.logprob(relu(), tokens_of(samples), 1.0);
+  const std::string state = p.adapter_state();
+  const auto file = std::filesystem::temp_directory_path() / ("kbrl-lm-adapter-" + std::to_string(::getpid()) + ".pt");
+  p.save_adapter(file);
+  p.reset_adapter(5);
+  EXPECT_GT(std::abs(sum_of(p.logprob(relu(), tokens_of(samples), 1.0)[0]) - sum_of(trained[0])), 1e-4);
+  p.restore_adapter(state);
+  expect_near_rows(p.logprob(relu(), tokens_of(samples), 1.0), trained, 1e-6);
+  LmPolicy q(tiny());
+  q.load_adapter(file);
+  expect_near_rows(q.logprob(relu(), tokens_of(samples), 1.0), trained, 1e-6);
+  std::filesystem::remove(file);
+  LmOptions other = tiny();
+  other.model = "random:2x192:7";
+  LmPolicy r(other);
+  const std::string message = [&] {
+    try {
+      r.restore_adapter(state);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  }();
+  EXPECT_NE(message.find("another model shape"), std::string::npos) << message;
+}
+
+TEST(LmPolicy, TheTeacherReadsFeedbackAndDemonstration) {
+  LmPolicy p(tiny());
+  const auto samples = p.sample(relu(), 2, 1.0, 2);
+  const auto plain = p.teacher_logprob(relu(), tokens_of(samples), TeacherContext{}, 1.0);
+  expect_near_rows(plain, p.logprob(relu(), tokens_of(samples), 1.0), 1e-6);
+  TeacherContext fb;
+  fb.feedback = TeacherContext::Feedback{true, false, 0.0};
+  fb.demonstration = samples[1].tokens;
+  const auto with = p.teacher_logprob(relu(), tokens_of(samples), fb, 1.0);
+  EXPECT_GT(std::abs(sum_of(with[0]) - sum_of(plain[0])), 1e-4);
+}
+
+TEST(LmPolicy, SpecErrorsNameTheProblem) {
+  auto error = [](const std::string& spec) {
+    try {
+      parse_lm_spec(spec);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error("lm:").find("names no model"), std::string::npos);
+  EXPECT_NE(error("lm:m.gguf,temperature=1").find("unknown key 'temperature'"), std::string::npos);
+  EXPECT_NE(error("lm:m.gguf,targets=q+x").find("'x' is not one of"), std::string::npos);
+  EXPECT_NE(error("lm:m.gguf,dtype=fp8").find("dtype=fp8"), std::string::npos);
+  EXPECT_NE(error("lm:m.gguf,max_tokens=0").find("max_tokens"), std::string::npos);
+  const LmOptions o = parse_lm_spec("lm:m.gguf,targets=q+v,max_tokens=64,device=cuda:1,dtype=bfloat16");
+  EXPECT_EQ(o.lora_targets, (std::vector<std::string>{"q", "v"}));
+  EXPECT_EQ(o.max_tokens, 64);
+  EXPECT_EQ(o.model_options.device, "cuda:1");
+  try {
+    LmPolicy missing(parse_lm_spec("lm:/nonexistent/model.gguf"));
+    FAIL() << "no error for a missing model";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/model.gguf"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kbrl::lm

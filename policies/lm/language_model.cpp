@@ -1,0 +1,227 @@
+// LanguageModel (language_model.h): loading, sampling with a KV cache, scoring.
+#include <algorithm>
+
+#include <kbrl/error.h>
+#include <kbrl/splitmix64.h>
+
+#include "language_model.h"
+#include "llama_net.h"
+#include "sequence_scores.h"
+
+namespace kbrl::lm {
+namespace {
+
+torch::Device parse_device(const std::string& device) {
+  KBRL_CHECK_INPUT(device == "cpu" || device.rfind("cuda", 0) == 0, "unknown device '{}': expected cpu or cuda[:N]",
+                   device);
+  if (device != "cpu")
+    KBRL_CHECK_INPUT(torch::cuda::is_available(), "device {} asked for, but libtorch sees no CUDA device", device);
+  return torch::Device(device);
+}
+
+torch::ScalarType parse_dtype(const std::string& dtype) {
+  if (dtype == "float32") return torch::kFloat32;
+  if (dtype == "bfloat16") return torch::kBFloat16;
+  throw InputError(fmt::format("unknown dtype '{}': expected float32 or bfloat16", dtype));
+}
+
+torch::Tensor ids_tensor(const std::vector<int>& ids, torch::Device device) {
+  std::vector<int64_t> v(ids.begin(), ids.end());
+  return torch::tensor(v, torch::kInt64).to(device).unsqueeze(0);
+}
+
+}  // namespace
+
+SequenceScores score_sequences(LlamaNet& net, const std::vector<int>& prompt,
+                               const std::vector<std::vector<int>>& completions, double temperature,
+                               bool with_entropy) {
+  KBRL_CHECK_INPUT(!prompt.empty(), "a prompt needs at least one token");
+  KBRL_CHECK_INPUT(temperature > 0, "scoring needs a temperature > 0 (got {})", temperature);
+  const int64_t n = static_cast<int64_t>(completions.size());
+  int64_t C = 0;
+  for (const auto& c : completions) C = std::max<int64_t>(C, static_cast<int64_t>(c.size()));
+  SequenceScores out;
+  const auto f32 = torch::TensorOptions().device(net.device()).dtype(torch::kFloat32);
+  if (n == 0 || C == 0) {
+    out.logprobs = torch::zeros({n, C}, f32);
+    out.mask = torch::zeros({n, C}, f32);
+    if (with_entropy) out.entropy = torch::zeros({n, C}, f32);
+    return out;
+  }
+  const int64_t vocab = net.config().vocab_size;
+  std::vector<int64_t> flat(static_cast<size_t>(n * C), 0);
+  std::vector<float> mask(static_cast<size_t>(n * C), 0.0f);
+  for (int64_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < completions[i].size(); ++j) {
+      const int t = completions[i][j];
+      KBRL_CHECK_INPUT(t >= 0 && t < vocab, "token id {} is outside the vocabulary (0..{})", t, vocab - 1);
+      flat[i * C + j] = t;
+      mask[i * C + j] = 1.0f;
+    }
+  const torch::Tensor targets = torch::tensor(flat, torch::kInt64).view({n, C}).to(net.device());
+  out.mask = torch::from_blob(mask.data(), {n, C}, torch::kFloat32).to(net.device()).clone();
+  LlamaNet::Prefix prefix;
+  const torch::Tensor hp = net.forward(ids_tensor(prompt, net.device()), 0, nullptr, nullptr, &prefix);
+  const int64_t P = static_cast<int64_t>(prompt.size());
+  // Completion token j is predicted from the hidden state before it: the prompt's last for j = 0.
+  torch::Tensor before = hp.narrow(1, P - 1, 1).expand({n, 1, hp.size(2)});
+  if (C > 1) {
+    const torch::Tensor hc = net.forward(targets.narrow(1, 0, C - 1), P, nullptr, &prefix);
+    before = torch::cat({before, hc}, 1);
+  }
+  const torch::Tensor logp = torch::log_softmax(net.logits(before) / temperature, -1);
+  out.logprobs = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1) * out.mask;
+  if (with_entropy) out.entropy = -(logp.exp() * logp).sum(-1) * out.mask;
+  return out;
+}
+
+std::vector<std::vector<double>> rows_of(const torch::Tensor& values, const std::vector<std::vector<int>>& completions) {
+  const torch::Tensor cpu = values.detach().to(torch::kCPU, torch::kFloat64).contiguous();
+  std::vector<std::vector<double>> out;
+  const int64_t C = cpu.dim() == 2 ? cpu.size(1) : 0;
+  const double* p = cpu.data_ptr<double>();
+  for (size_t i = 0; i < completions.size(); ++i)
+    out.emplace_back(p + i * C, p + i * C + completions[i].size());
+  return out;
+}
+
+LanguageModel::LanguageModel(const ModelFile& file, const ModelOptions& options)
+    : net_(std::make_unique<LlamaNet>(file, parse_device(options.device), parse_dtype(options.dtype))),
+      tokenizer_(file.tokenizer),
+      chat_(file.chat),
+      name_(file.name),
+      source_(file.source) {
+  KBRL_CHECK_INPUT(tokenizer_.vocab_size() <= file.config.vocab_size, "{}: the tokenizer has {} tokens, the model {}",
+                   file.source, tokenizer_.vocab_size(), file.config.vocab_size);
+}
+
+LanguageModel::LanguageModel(const LlamaConfig& config, TokenizerData tokenizer, ChatTemplate chat, uint64_t seed,
+                             const ModelOptions& options)
+    : net_(std::make_unique<LlamaNet>(config, seed, parse_device(options.device), parse_dtype(options.dtype))),
+      tokenizer_(std::move(tokenizer)),
+      chat_(std::move(chat)),
+      name_(fmt::format("random-llama-{}x{}", config.layers, config.hidden)),
+      source_(fmt::format("random weights (seed {})", seed)) {
+  KBRL_CHECK_INPUT(tokenizer_.vocab_size() <= config.vocab_size, "the tokenizer has {} tokens, the model {}",
+                   tokenizer_.vocab_size(), config.vocab_size);
+}
+
+LanguageModel::~LanguageModel() = default;
+LanguageModel::LanguageModel(LanguageModel&&) noexcept = default;
+
+const LlamaConfig& LanguageModel::config() const { return net_->config(); }
+LlamaNet& LanguageModel::net() { return *net_; }
+
+std::vector<Generation> LanguageModel::generate(const std::vector<int>& prompt, int n, const GenerateOptions& o) {
+  KBRL_CHECK_INPUT(n >= 1, "generate needs n >= 1 (got {})", n);
+  KBRL_CHECK_INPUT(o.max_tokens >= 1, "max_tokens must be >= 1 (got {})", o.max_tokens);
+  KBRL_CHECK_INPUT(o.temperature >= 0 && o.top_p > 0 && o.top_p <= 1,
+                   "temperature must be >= 0 and top_p in (0, 1] (got {} and {})", o.temperature, o.top_p);
+  KBRL_CHECK_INPUT(!prompt.empty(), "a prompt needs at least one token");
+  const int64_t P = static_cast<int64_t>(prompt.size());
+  KBRL_CHECK_INPUT(P + o.max_tokens <= net_->config().context_length,
+                   "the prompt ({} tokens) plus max_tokens ({}) exceed the model's context of {} tokens", P,
+                   o.max_tokens, net_->config().context_length);
+  torch::NoGradGuard no_grad;
+  const torch::Device dev = net_->device();
+  KvCache cache = net_->empty_cache(n, P + o.max_tokens);
+  {
+    KvCache one = net_->empty_cache(1, P);
+    const torch::Tensor h = net_->forward(ids_tensor(prompt, dev), 0, &one);
+    for (size_t l = 0; l < cache.k.size(); ++l) {
+      cache.k[l].narrow(2, 0, P).copy_(one.k[l]);
+      cache.v[l].narrow(2, 0, P).copy_(one.v[l]);
+    }
+    cache.length = P;
+    torch::Tensor last = net_->logits(h.narrow(1, P - 1, 1)).squeeze(1);  // [1, V]
+    std::vector<Generation> out(static_cast<size_t>(n));
+    std::vector<uint64_t> streams;
+    for (int i = 0; i < n; ++i) streams.push_back(derive_seed(o.seed, {i}));
+    std::vector<bool> done(static_cast<size_t>(n), false);
+    torch::Tensor logits = last.expand({n, last.size(1)});
+    const double t = o.temperature > 0 ? o.temperature : 1.0;
+    for (int step = 0; step < o.max_tokens; ++step) {
+      const torch::Tensor logp = torch::log_softmax(logits / t, -1);
+      torch::Tensor chosen;
+      if (o.temperature == 0) {
+        chosen = logits.argmax(-1);
+      } else {
+        std::vector<float> u(static_cast<size_t>(n));
+        for (int i = 0; i < n; ++i) u[i] = static_cast<float>(splitmix64_uniform01(streams[i]));
+        const torch::Tensor uniform = torch::from_blob(u.data(), {n, 1}, torch::kFloat32).to(dev);
+        torch::Tensor probs = logp.exp(), order;
+        if (o.top_p < 1) {  // keep the smallest set of most likely tokens whose mass reaches top_p
+          auto [sorted, idx] = probs.sort(-1, true);
+          const torch::Tensor before = sorted.cumsum(-1) - sorted;
+          sorted = sorted.masked_fill(before >= o.top_p, 0.0);
+          probs = sorted;
+          order = idx;
+        }
+        const torch::Tensor cdf = probs.cumsum(-1);
+        const torch::Tensor target = uniform * cdf.narrow(1, cdf.size(1) - 1, 1);
+        torch::Tensor pos = (cdf <= target).sum(-1).clamp_max(cdf.size(1) - 1);
+        chosen = order.defined() ? order.gather(1, pos.unsqueeze(1)).squeeze(1) : pos;
+      }
+      const torch::Tensor chosen_lp = logp.gather(1, chosen.unsqueeze(1)).squeeze(1).to(torch::kCPU, torch::kFloat64);
+      const torch::Tensor chosen_cpu = chosen.to(torch::kCPU, torch::kInt64);
+      bool all_done = true;
+      for (int i = 0; i < n; ++i) {
+        if (done[i]) continue;
+        const int id = static_cast<int>(chosen_cpu[i].item<int64_t>());
+        out[i].tokens.push_back(id);
+        out[i].logprobs.push_back(chosen_lp[i].item<double>());
+        if (tokenizer_.is_end(id)) {
+          done[i] = true;
+          out[i].finish_reason = "stop";
+        }
+        all_done = all_done && done[i];
+      }
+      if (all_done || step + 1 == o.max_tokens) break;
+      const torch::Tensor h = net_->forward(chosen.unsqueeze(1), P + step, &cache);
+      logits = net_->logits(h.squeeze(1));
+    }
+    for (auto& g : out)
+      if (g.finish_reason.empty()) g.finish_reason = "length";
+    return out;
+  }
+}
+
+std::vector<std::vector<double>> LanguageModel::score(const std::vector<int>& prompt,
+                                                      const std::vector<std::vector<int>>& completions,
+                                                      double temperature) {
+  torch::NoGradGuard no_grad;
+  return rows_of(score_sequences(*net_, prompt, completions, temperature, false).logprobs, completions);
+}
+
+TokenizerData byte_tokenizer_data() {
+  TokenizerData d;
+  // GPT-2's byte-to-unicode map: printable Latin-1 bytes stand for themselves, the others are
+  // shifted to U+0100 onwards, in byte order.
+  auto utf8 = [](uint32_t cp) {
+    std::string s;
+    if (cp < 0x80) {
+      s += static_cast<char>(cp);
+    } else {
+      s += static_cast<char>(0xC0 | (cp >> 6));
+      s += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+    return s;
+  };
+  uint32_t shifted = 0;
+  for (uint32_t b = 0; b < 256; ++b) {
+    const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+    d.tokens.push_back(utf8(printable ? b : 256 + shifted++));
+    d.token_types.push_back(1);
+  }
+  for (const char* special : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}) {
+    d.tokens.push_back(special);
+    d.token_types.push_back(3);
+  }
+  d.pre = "gpt2";
+  d.eos = 256;
+  d.bos = 257;
+  d.eot = 258;
+  return d;
+}
+
+}  // namespace kbrl::lm

@@ -1,0 +1,86 @@
+#pragma once
+// Internal to kbrl::lm (includes libtorch): the Llama-family decoder as tensors. Hugging Face's
+// computation: RMSNorm (in float32), rotate-half rotary embeddings, grouped-query attention,
+// SwiGLU, tied or untied output. Every projection can carry a LoRA adapter
+// (W x + (alpha / r) B A x, A Kaiming-uniform, B zero). Base weights never train while an adapter
+// is present; without one, nothing trains (kbrl adapts language models by LoRA only).
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "model_file.h"
+
+namespace kbrl::lm {
+
+struct LoraLinear {
+  torch::Tensor weight;  // [out, in], compute dtype, no grad
+  torch::Tensor bias;    // [out] or undefined
+  torch::Tensor a;       // [r, in] float32, trains; undefined without an adapter
+  torch::Tensor b;       // [out, r] float32, trains
+  double scale = 0.0;    // alpha / r
+  bool adapter_on = true;  // false: the reference (base) model, e.g. for the KL term
+  torch::Tensor operator()(const torch::Tensor& x) const;
+};
+
+struct LlamaLayer {
+  torch::Tensor attn_norm, ffn_norm;  // [hidden] float32
+  LoraLinear q, k, v, o, gate, up, down;
+  /// The adaptable projections by their short names (q, k, v, o, gate, up, down).
+  std::vector<std::pair<std::string, LoraLinear*>> projections();
+};
+
+/// Keys and values of every layer for a batch, preallocated for `capacity` positions.
+struct KvCache {
+  std::vector<torch::Tensor> k, v;  // per layer [batch, kv_heads, capacity, head_dim]
+  int64_t length = 0;
+};
+
+/// What a forward pass returns: the final hidden states (after the last norm), [batch, T, hidden].
+class LlamaNet {
+ public:
+  LlamaNet(const ModelFile& file, torch::Device device, torch::ScalarType dtype);
+  /// A randomly initialized model of the given shape (normal(0, 0.02) weights, an untied output of std 1/sqrt(hidden) when untied, unit norms): for
+  /// plumbing tests and throughput figures where no weights can travel.
+  LlamaNet(const LlamaConfig& config, uint64_t seed, torch::Device device, torch::ScalarType dtype);
+
+  const LlamaConfig& config() const { return config_; }
+  torch::Device device() const { return device_; }
+  torch::ScalarType dtype() const { return dtype_; }
+
+  /// Hidden states of `ids` [batch, T] at positions past..past+T-1. With `cache`, keys and values are
+  /// written there at those positions and attention reads positions 0..past+T-1 from it (the
+  /// cache's batch must equal ids' batch). Without it, attention is causal over the T tokens plus
+  /// `prefix` (the keys/values of a shared prompt, batch 1, broadcast over ids' batch).
+  struct Prefix {
+    std::vector<torch::Tensor> k, v;  // per layer [1, kv_heads, P, head_dim]
+    int64_t length = 0;
+  };
+  torch::Tensor forward(const torch::Tensor& ids, int64_t past, KvCache* cache, const Prefix* prefix = nullptr,
+                        Prefix* keep = nullptr);
+  /// Logits (float32) of hidden states [..., hidden] -> [..., vocab].
+  torch::Tensor logits(const torch::Tensor& hidden) const;
+
+  KvCache empty_cache(int64_t batch, int64_t capacity) const;
+
+  std::vector<LlamaLayer>& layers() { return layers_; }
+  const std::vector<LlamaLayer>& layers() const { return layers_; }
+  /// Base weights under Hugging Face names (for checkpoints).
+  std::vector<std::pair<std::string, torch::Tensor*>> named_weights();
+  /// Turns every adapter on or off (off = the base model).
+  void set_adapters_on(bool on);
+
+ private:
+  void init_rope();
+  torch::Tensor attention(const LlamaLayer& layer, const torch::Tensor& x, int64_t past, KvCache* cache,
+                          int64_t index, const Prefix* prefix, Prefix* keep);
+
+  LlamaConfig config_;
+  torch::Device device_;
+  torch::ScalarType dtype_;
+  torch::Tensor embed_, norm_, lm_head_;  // lm_head_ undefined when tied
+  std::vector<LlamaLayer> layers_;
+  torch::Tensor rope_cos_, rope_sin_;  // [context, head_dim] float32
+};
+
+}  // namespace kbrl::lm

@@ -1,0 +1,90 @@
+#pragma once
+// LmPolicy: a language model in the process as a TrainablePolicy (docs/design.md, Policies). The
+// action is text: the task's prompt (policies/prompt.h) in the model's chat template, sampled with
+// a KV cache; per-token log-probs under the sampling distribution (logits / temperature; the
+// model's own at temperature 1 for greedy samples) so that GRPO's ratios compare like with like.
+// LoRA adapters on the chosen projections (q, k, v, o, gate, up, down); an optimizer step over a
+// batch of scored samples with the objectives of policy.h, micro-batched per prompt (a prompt's
+// keys/values are computed once per micro-batch and shared by its completions). SDPO's teacher is
+// the same model reading the teacher prompt: the task, the rollout's execution feedback and
+// optionally a correct solution from the batch, never the rollout's own code.
+// `--policy lm:<model>[,key=value...]`: a .gguf file or a Hugging Face folder; keys below.
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <policies/policy.h>
+#include <policies/prompt.h>
+
+#include "language_model.h"
+
+namespace kbrl::lm {
+
+struct LmOptions {
+  std::string model;  // a .gguf file or a Hugging Face folder; "random:<layers>x<hidden>[:seed]" for a random model
+  ModelOptions model_options;
+  int max_tokens = 1024;
+  double top_p = 1.0;
+  PromptOptions prompt;
+  std::vector<std::string> lora_targets = {"q", "k", "v", "o", "gate", "up", "down"};
+  int micro_batch = 8;  // completions per forward/backward pass in update()
+};
+
+/// `lm:<model>[,key=value...]`, keys: device (cpu|cuda[:N]), dtype (float32|bfloat16),
+/// max_tokens, top_p, style, shots, system (as the endpoint spec), targets (q+k+v+o+gate+up+down,
+/// any subset joined by '+'), micro_batch. InputError naming the bad part and the valid keys.
+LmOptions parse_lm_spec(std::string_view spec);
+/// Does the policy name start with "lm:"?
+bool is_lm_spec(std::string_view name);
+
+class LmPolicy final : public TrainablePolicy {
+ public:
+  /// Loads the model (InputError for a missing or unsupported model file).
+  explicit LmPolicy(LmOptions options);
+  ~LmPolicy() override;
+
+  std::string name() const override;
+  std::vector<Sample> sample(const TaskSpec& task, int n, double temperature, uint64_t seed) override;
+  std::vector<std::vector<double>> logprob(const TaskSpec& task, const std::vector<std::vector<int>>& tokens,
+                                           double temperature = 1.0) override;
+  /// The texts' tokens (as the tokenizer splits them) followed by the end-of-turn token, scored at
+  /// temperature 1: re-scoring a sample that stopped by itself gives its tokens' log-probs.
+  std::vector<std::vector<double>> score_text(const TaskSpec& task, const std::vector<std::string>& texts) override;
+  /// The tokenizer's ids of `text` (no special tokens parsed) followed by the end-of-turn token.
+  std::vector<int> text_tokens(const std::string& text) override;
+
+  std::vector<std::vector<double>> teacher_logprob(const TaskSpec& task, const std::vector<std::vector<int>>& tokens,
+                                                   const TeacherContext& context, double temperature = 1.0) override;
+
+  void add_adapter(const LoraConfig& config, uint64_t seed) override;
+  void reset_adapter(uint64_t seed) override;
+  void merge_adapter() override;
+  void remove_adapter() override;
+  bool has_adapter() const override;
+
+  void set_optimizer(const OptimizerConfig& config) override;
+  UpdateStats update(const std::vector<TrainItem>& batch, const UpdateConfig& config) override;
+  UpdateStats measure(const std::vector<TrainItem>& batch, double temperature) override;
+  int64_t parameter_count(bool trainable_only) const override;
+
+  void save_base(const std::filesystem::path& file) const override;
+  void load_base(const std::filesystem::path& file) override;
+  void save_adapter(const std::filesystem::path& file) const override;
+  void load_adapter(const std::filesystem::path& file) override;
+  std::string adapter_state() const override;
+  void restore_adapter(const std::string& state) override;
+
+  const LmOptions& options() const { return options_; }
+  LanguageModel& model();
+  /// The token ids of the task's prompt as the model reads it (chat template applied).
+  std::vector<int> prompt_tokens(const TaskSpec& task, const PromptOptions& prompt);
+
+  struct Impl;
+
+ private:
+  LmOptions options_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kbrl::lm

@@ -1,0 +1,269 @@
+// LmPolicy's optimizer step, measurements and checkpoints (lm_policy.h).
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <kbrl/error.h>
+
+#include "lm_policy_impl.h"
+#include "sequence_scores.h"
+
+namespace kbrl::lm {
+namespace {
+
+// The TrainItems of one prompt (task), in batch order.
+std::map<std::pair<int, int>, std::vector<size_t>> by_prompt(const std::vector<TrainItem>& batch) {
+  std::map<std::pair<int, int>, std::vector<size_t>> groups;
+  for (size_t i = 0; i < batch.size(); ++i)
+    groups[{batch[i].task.id, static_cast<int>(batch[i].task.scale)}].push_back(i);
+  return groups;
+}
+
+torch::Tensor padded(const std::vector<std::vector<double>>& rows, int64_t C, torch::Device device) {
+  std::vector<float> v(rows.size() * static_cast<size_t>(C), 0.0f);
+  for (size_t i = 0; i < rows.size(); ++i)
+    for (size_t j = 0; j < rows[i].size() && static_cast<int64_t>(j) < C; ++j) v[i * C + j] = static_cast<float>(rows[i][j]);
+  return torch::from_blob(v.data(), {static_cast<int64_t>(rows.size()), C}, torch::kFloat32).to(device).clone();
+}
+
+}  // namespace
+
+UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateConfig& config) {
+  KBRL_CHECK_INPUT(impl_->lora.has_value() && impl_->optimizer,
+                   "update: the language-model policy trains LoRA adapters only (add_adapter first)");
+  KBRL_CHECK_INPUT(config.temperature > 0, "update: temperature must be > 0 (got {})", config.temperature);
+  UpdateStats stats;
+  if (batch.empty()) return stats;
+  int64_t total_tokens = 0;
+  for (const TrainItem& item : batch) {
+    KBRL_CHECK_INPUT(item.advantages.size() == item.tokens.size(),
+                     "update: a sample of task {} has {} tokens and {} advantages", item.task.id, item.tokens.size(),
+                     item.advantages.size());
+    KBRL_CHECK_INPUT(item.old_logprobs.empty() || item.old_logprobs.size() == item.tokens.size(),
+                     "update: a sample of task {} has {} tokens and {} old log-probs", item.task.id,
+                     item.tokens.size(), item.old_logprobs.size());
+    total_tokens += static_cast<int64_t>(item.tokens.size());
+  }
+  const double sequences = static_cast<double>(batch.size());
+  LlamaNet& net = impl_->model.net();
+  const torch::Device dev = net.device();
+  impl_->optimizer->zero_grad();
+  double loss_sum = 0, entropy_sum = 0, kl_sum = 0, clipped = 0;
+  for (const auto& [key, indices] : by_prompt(batch)) {
+    const std::vector<int> prompt = prompt_tokens(batch[indices[0]].task, options_.prompt);
+    for (size_t start = 0; start < indices.size(); start += static_cast<size_t>(options_.micro_batch)) {
+      const size_t end = std::min(indices.size(), start + static_cast<size_t>(options_.micro_batch));
+      std::vector<std::vector<int>> tokens;
+      std::vector<std::vector<double>> adv, old, weights;
+      int64_t C = 0;
+      for (size_t k = start; k < end; ++k) {
+        const TrainItem& item = batch[indices[k]];
+        tokens.push_back(item.tokens);
+        adv.push_back(item.advantages);
+        old.push_back(item.old_logprobs);
+        const double len = static_cast<double>(std::max<size_t>(item.tokens.size(), 1));
+        const double w = config.aggregation == Aggregation::sequence_mean ? 1.0 / (sequences * len)
+                         : config.aggregation == Aggregation::token_mean  ? 1.0 / std::max<double>(total_tokens, 1)
+                                                                          : 1.0 / (sequences * config.constant_length);
+        weights.emplace_back(item.tokens.size(), w);
+        C = std::max<int64_t>(C, static_cast<int64_t>(item.tokens.size()));
+      }
+      if (C == 0) continue;
+      torch::Tensor ref;
+      if (config.kl_coef > 0) {
+        torch::NoGradGuard no_grad;
+        net.set_adapters_on(false);
+        ref = score_sequences(net, prompt, tokens, config.temperature, false).logprobs;
+        net.set_adapters_on(true);
+      }
+      const SequenceScores s = score_sequences(net, prompt, tokens, config.temperature, true);
+      const torch::Tensor A = padded(adv, C, dev), W = padded(weights, C, dev);
+      torch::Tensor term;
+      if (config.objective == Objective::likelihood) {
+        term = A * s.logprobs;
+      } else {
+        bool have_old = true;
+        for (const auto& o : old) have_old = have_old && !o.empty();
+        const torch::Tensor old_lp = have_old ? padded(old, C, dev) : s.logprobs.detach();
+        const torch::Tensor ratio = torch::exp(s.logprobs - old_lp);
+        const double eps = config.clip_epsilon;
+        term = torch::min(ratio * A, ratio.clamp(1 - eps, 1 + eps) * A);
+        clipped += ((ratio - 1).abs().gt(eps).to(torch::kFloat32) * s.mask).sum().item<double>();
+      }
+      torch::Tensor loss = -(term * W * s.mask).sum();
+      if (ref.defined()) {
+        const torch::Tensor d = ref - s.logprobs;  // k3 estimator of KL(policy || reference) per token
+        const torch::Tensor kl = (torch::exp(d) - d - 1) * s.mask;
+        loss = loss + config.kl_coef * (kl * W).sum();
+        kl_sum += kl.sum().item<double>();
+      }
+      loss.backward();
+      loss_sum += loss.item<double>();
+      entropy_sum += s.entropy.detach().sum().item<double>();
+    }
+  }
+  const auto params = impl_->trainable();
+  double norm_sq = 0;
+  for (const torch::Tensor& p : params)
+    if (p.grad().defined()) norm_sq += p.grad().pow(2).sum().item<double>();
+  stats.grad_norm = std::sqrt(norm_sq);
+  if (impl_->optimizer_config.max_grad_norm > 0)
+    torch::nn::utils::clip_grad_norm_(params, impl_->optimizer_config.max_grad_norm);
+  impl_->optimizer->step();
+  stats.loss = loss_sum;
+  stats.tokens = total_tokens;
+  stats.entropy = total_tokens ? entropy_sum / total_tokens : 0;
+  stats.kl = total_tokens ? kl_sum / total_tokens : 0;
+  stats.clip_fraction = total_tokens ? clipped / total_tokens : 0;
+  return stats;
+}
+
+UpdateStats LmPolicy::measure(const std::vector<TrainItem>& batch, double temperature) {
+  torch::NoGradGuard no_grad;
+  UpdateStats stats;
+  LlamaNet& net = impl_->model.net();
+  double entropy_sum = 0, kl_sum = 0;
+  for (const auto& [key, indices] : by_prompt(batch)) {
+    const std::vector<int> prompt = prompt_tokens(batch[indices[0]].task, options_.prompt);
+    for (size_t start = 0; start < indices.size(); start += static_cast<size_t>(options_.micro_batch)) {
+      std::vector<std::vector<int>> tokens;
+      for (size_t k = start; k < std::min(indices.size(), start + options_.micro_batch); ++k)
+        tokens.push_back(batch[indices[k]].tokens);
+      const SequenceScores s = score_sequences(net, prompt, tokens, temperature, true);
+      entropy_sum += s.entropy.sum().item<double>();
+      stats.tokens += static_cast<int64_t>(s.mask.sum().item<double>());
+      if (impl_->lora) {
+        net.set_adapters_on(false);
+        const torch::Tensor ref = score_sequences(net, prompt, tokens, temperature, false).logprobs;
+        net.set_adapters_on(true);
+        const torch::Tensor d = ref - s.logprobs;
+        kl_sum += ((torch::exp(d) - d - 1) * s.mask).sum().item<double>();
+      }
+    }
+  }
+  stats.entropy = stats.tokens ? entropy_sum / stats.tokens : 0;
+  stats.kl = stats.tokens ? kl_sum / stats.tokens : 0;
+  return stats;
+}
+
+// ---- checkpoints ----
+
+namespace {
+
+void write_sizes(torch::serialize::OutputArchive& a, const LlamaConfig& c) {
+  a.write("meta.sizes", torch::tensor(std::vector<int64_t>{c.vocab_size, c.hidden, c.intermediate, c.layers, c.heads,
+                                                           c.kv_heads, c.head_dim}));
+}
+
+void check_sizes(torch::serialize::InputArchive& a, const LlamaConfig& c, const std::string& source) {
+  torch::Tensor sizes;
+  KBRL_CHECK_INPUT(a.try_read("meta.sizes", sizes), "{} is not a kbrl language-model checkpoint (no meta.sizes)",
+                   source);
+  const std::vector<int64_t> want{c.vocab_size, c.hidden, c.intermediate, c.layers, c.heads, c.kv_heads, c.head_dim};
+  const torch::Tensor s = sizes.to(torch::kInt64).contiguous();
+  std::vector<int64_t> got(s.data_ptr<int64_t>(), s.data_ptr<int64_t>() + s.numel());
+  KBRL_CHECK_INPUT(got == want,
+                   "{} was written for another model shape (vocab, hidden, intermediate, layers, heads, kv heads, "
+                   "head dim: [{}], this model: [{}])",
+                   source, fmt::join(got, ", "), fmt::join(want, ", "));
+}
+
+}  // namespace
+
+void LmPolicy::save_base(const std::filesystem::path& file) const {
+  torch::serialize::OutputArchive a;
+  write_sizes(a, impl_->model.config());
+  for (auto& [name, t] : impl_->model.net().named_weights()) a.write("base." + name, t->detach().to(torch::kCPU));
+  a.save_to(file.string());
+}
+
+void LmPolicy::load_base(const std::filesystem::path& file) {
+  KBRL_CHECK_INPUT(std::filesystem::is_regular_file(file), "checkpoint {} does not exist", file.string());
+  torch::serialize::InputArchive a;
+  a.load_from(file.string());
+  check_sizes(a, impl_->model.config(), file.string());
+  torch::NoGradGuard no_grad;
+  for (auto& [name, t] : impl_->model.net().named_weights()) {
+    torch::Tensor v;
+    KBRL_CHECK_INPUT(a.try_read("base." + name, v), "{} has no weight {}", file.string(), name);
+    KBRL_CHECK_INPUT(v.sizes() == t->sizes(), "{}: weight {} has another shape", file.string(), name);
+    t->copy_(v.to(t->device(), t->scalar_type()));
+  }
+  remove_adapter();
+}
+
+namespace {
+void write_adapter(torch::serialize::OutputArchive& a, LmPolicy::Impl& impl, const std::vector<std::string>& targets) {
+  write_sizes(a, impl.model.config());
+  a.write("lora.rank", torch::tensor(std::vector<int64_t>{impl.lora->rank}));
+  a.write("lora.alpha", torch::tensor(std::vector<double>{impl.lora->alpha}));
+  auto& layers = impl.model.net().layers();
+  for (size_t l = 0; l < layers.size(); ++l)
+    for (auto [name, proj] : layers[l].projections())
+      if (proj->a.defined()) {
+        a.write(fmt::format("lora.{}.{}.a", l, name), proj->a.detach().to(torch::kCPU));
+        a.write(fmt::format("lora.{}.{}.b", l, name), proj->b.detach().to(torch::kCPU));
+      }
+}
+
+void read_adapter(torch::serialize::InputArchive& a, LmPolicy::Impl& impl, const std::string& source) {
+  check_sizes(a, impl.model.config(), source);
+  torch::Tensor rank, alpha;
+  KBRL_CHECK_INPUT(a.try_read("lora.rank", rank) && a.try_read("lora.alpha", alpha), "{} is not a LoRA adapter", source);
+  LoraConfig c;
+  c.rank = static_cast<int>(rank.item<int64_t>());
+  c.alpha = alpha.item<double>();
+  const torch::Device dev = impl.model.net().device();
+  auto& layers = impl.model.net().layers();
+  int found = 0;
+  for (size_t l = 0; l < layers.size(); ++l)
+    for (auto [name, proj] : layers[l].projections()) {
+      torch::Tensor ta, tb;
+      proj->a = torch::Tensor();
+      proj->b = torch::Tensor();
+      if (!a.try_read(fmt::format("lora.{}.{}.a", l, name), ta)) continue;
+      KBRL_CHECK_INPUT(a.try_read(fmt::format("lora.{}.{}.b", l, name), tb), "{}: lora.{}.{} has no B", source, l, name);
+      KBRL_CHECK_INPUT(ta.size(0) == c.rank && ta.size(1) == proj->weight.size(1) && tb.size(0) == proj->weight.size(0),
+                       "{}: adapter of layer {} {} does not fit the model", source, l, name);
+      proj->a = ta.to(dev, torch::kFloat32).clone().requires_grad_(true);
+      proj->b = tb.to(dev, torch::kFloat32).clone().requires_grad_(true);
+      proj->scale = c.alpha / c.rank;
+      ++found;
+    }
+  KBRL_CHECK_INPUT(found > 0, "{}: the adapter adapts no projection", source);
+  impl.lora = c;
+  impl.rebuild_optimizer();
+}
+}  // namespace
+
+void LmPolicy::save_adapter(const std::filesystem::path& file) const {
+  KBRL_CHECK_INPUT(impl_->lora.has_value(), "save_adapter: the policy has no adapter");
+  torch::serialize::OutputArchive a;
+  write_adapter(a, *impl_, options_.lora_targets);
+  a.save_to(file.string());
+}
+
+void LmPolicy::load_adapter(const std::filesystem::path& file) {
+  KBRL_CHECK_INPUT(std::filesystem::is_regular_file(file), "adapter {} does not exist", file.string());
+  torch::serialize::InputArchive a;
+  a.load_from(file.string());
+  read_adapter(a, *impl_, file.string());
+}
+
+std::string LmPolicy::adapter_state() const {
+  KBRL_CHECK_INPUT(impl_->lora.has_value(), "adapter_state: the policy has no adapter");
+  torch::serialize::OutputArchive a;
+  write_adapter(a, *impl_, options_.lora_targets);
+  std::ostringstream out;
+  a.save_to(out);
+  return out.str();
+}
+
+void LmPolicy::restore_adapter(const std::string& state) {
+  std::istringstream in(state);
+  torch::serialize::InputArchive a;
+  a.load_from(in);
+  read_adapter(a, *impl_, "the adapter state");
+}
+
+}  // namespace kbrl::lm
