@@ -31,7 +31,7 @@ void run_sample(const CommonOptions& o) {
   SampleConfig c = read_config(o, true, read_sample_config, j);
   c.tasks = tasks_of(c.tasks, j);
   PolicyOptions policy_options = o.policy;
-  KBRL_CHECK_INPUT(!is_endpoint_policy(policy_options.name) || o.env != "synthetic",
+  KBRL_CHECK_INPUT(!is_text_policy(policy_options.name) || o.env != "synthetic",
                    "--env synthetic scores knob configurations, not a language model's text: use --env "
                    "evaluator (on a GPU, or with --arch to compile only)");
   make_policy(policy_options);  // a bad policy spec fails before the folder is looked at

@@ -1,5 +1,6 @@
-// `kbrl sft`: supervised fine-tuning of the schedule policy on teacher samples (the heuristic
-// policy's correct samples, scored in --env, or the correct rows of a samples.csv).
+// `kbrl sft`: supervised fine-tuning of a trainable policy on teacher samples (the heuristic
+// policy's correct samples, scored in --env; a language model: the known-good kernels as text), or the correct
+// rows of a samples.csv.
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -18,6 +19,8 @@
 #include <experiments/training_loops.h>
 #include "learn_common.h"
 #include <policies/baseline_policies.h>
+#include <policies/lm/lm_policy.h>
+#include <policies/prompt.h>
 
 namespace kbrl::cli {
 namespace {
@@ -32,30 +35,34 @@ struct SftOptions {
 };
 
 /// The correct rows of a samples.csv, fastest first, at most `per_task` per task; tokens rebuilt
-/// from the config column in each task's knob space.
+/// from the config column in each task's knob space, or, for a language model's rows, from the text
+/// by the policy's tokenizer.
 std::vector<TrainItem> items_from_samples(const std::string& file, const std::vector<int>& only_tasks, Scale scale,
-                                          int per_task) {
-  std::map<int, std::vector<std::pair<double, std::string>>> by_task;  // task -> (speedup, config)
+                                          int per_task, Policy& policy) {
+  std::map<int, std::vector<std::pair<double, std::string>>> by_task;  // task -> (speedup, config or text)
+  bool text = false;
   for (const schemas::SampleRow& r : schemas::read_samples(file)) {
     if (!r.correct) continue;
-    KBRL_CHECK_INPUT(r.kind == ActionKind::knobs,
-                     "{}: task {} sample {} is a language model's text; SFT of the schedule policy trains on "
-                     "knob configurations",
-                     file, r.task_id, r.sample);
+    text = r.kind == ActionKind::text;  // a language model's text: the policy tokenizes it (knob policies refuse)
     if (!only_tasks.empty() && std::find(only_tasks.begin(), only_tasks.end(), r.task_id) == only_tasks.end()) continue;
-    by_task[r.task_id].emplace_back(r.speedup, r.config);
+    by_task[r.task_id].emplace_back(r.speedup, text ? r.text : r.config);
   }
   std::vector<TrainItem> items;
   for (auto& [id, rows] : by_task) {
     std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     const TaskSpec task = task_spec(id, scale);
-    const KnobSpace& space = knob_space_of(task);
     std::vector<Sample> samples;
     for (size_t i = 0; i < rows.size() && static_cast<int>(i) < per_task; ++i) {
       Sample s;
       s.task_id = id;
-      s.config = space.parse(rows[i].second);
-      s.tokens = space.tokenize(s.config);
+      if (text) {
+        s.kind = ActionKind::text;
+        s.text = rows[i].second;
+        s.tokens = policy.text_tokens(s.text);
+      } else {
+        s.config = knob_space_of(task).parse(rows[i].second);
+        s.tokens = knob_space_of(task).tokenize(s.config);
+      }
       samples.push_back(std::move(s));
     }
     const std::vector<TrainItem> more = sft_items(task, samples);
@@ -67,14 +74,43 @@ std::vector<TrainItem> items_from_samples(const std::string& file, const std::ve
   return items;
 }
 
+/// A language model's demonstrations: each task's known-good kernel (kernels/known_good/) as the
+/// answer text in the policy's prompt style, tokenized by the policy. Tasks without one are skipped.
+std::vector<TrainItem> known_good_items(const std::vector<int>& tasks, Scale scale, Policy& policy,
+                                        const std::string& policy_spec) {
+  const TextStyle style = lm::parse_lm_spec(policy_spec).prompt.style;
+  std::vector<TrainItem> items;
+  std::vector<int> used;
+  for (int id : tasks) {
+    const TaskSpec task = task_spec(id, scale);
+    const std::optional<std::string> answer = known_good_answer(task, style);
+    if (!answer) continue;
+    Sample s;
+    s.task_id = id;
+    s.kind = ActionKind::text;
+    s.text = *answer;
+    s.tokens = policy.text_tokens(s.text);
+    const std::vector<TrainItem> more = sft_items(task, {s});
+    items.insert(items.end(), more.begin(), more.end());
+    used.push_back(id);
+  }
+  KBRL_CHECK_INPUT(!items.empty(), "no known-good {}-style kernel for tasks {} (kernels/known_good/ has them for a few tasks)",
+                   to_string(style), fmt::join(tasks, ","));
+  progress_line(fmt::format("sft: known-good kernels of tasks {}", fmt::join(used, ", ")));
+  return items;
+}
+
 void run_sft_command(const CommonOptions& o, const SftOptions& s) {
   KBRL_CHECK_INPUT(s.teacher.empty() != s.from_samples.empty(),
-                   "give the SFT data: --teacher heuristic or --from-samples FILE (exactly one)");
-  KBRL_CHECK_INPUT(s.teacher.empty() || s.teacher == "heuristic", "unknown --teacher '{}': expected heuristic",
-                   s.teacher);
+                   "give the SFT data: --teacher heuristic|known-good or --from-samples FILE (exactly one)");
+  KBRL_CHECK_INPUT(s.teacher.empty() || s.teacher == "heuristic" || s.teacher == "known-good",
+                   "unknown --teacher '{}': expected heuristic or known-good", s.teacher);
+  KBRL_CHECK_INPUT(s.teacher != "known-good" || is_lm_policy(o.policy.name),
+                   "--teacher known-good trains a language model on kernels written as text: use --policy lm:MODEL");
   KBRL_CHECK_INPUT(s.per_task >= 1, "--per-task must be >= 1 (got {})", s.per_task);
   nlohmann::json j;
-  const SftConfig c = read_config(o, false, read_sft_config, j);
+  SftConfig c = read_config(o, false, read_sft_config, j);
+  if (is_lm_policy(o.policy.name)) c.lora = true;  // a language model trains LoRA adapters only (merged at the end)
   check_out_dir(o.out, "sft");
   const Scale scale = parse_scale(o.eval.scale);
   std::vector<int> tasks;
@@ -83,12 +119,15 @@ void run_sft_command(const CommonOptions& o, const SftOptions& s) {
     tasks = o.tasks.split.empty() ? covered_only(tasks)
                                   : covered_only(tasks, [](const std::string& w) { progress_line("warning: " + w); });
   }
-  KBRL_CHECK_INPUT(!s.teacher.empty() ? !tasks.empty() : true, "--teacher heuristic needs --task ID or --split NAME");
+  KBRL_CHECK_INPUT(!s.teacher.empty() ? !tasks.empty() : true, "--teacher {} needs --task ID or --split NAME",
+                   s.teacher);
   std::unique_ptr<TrainablePolicy> policy = make_trainable_policy(o.policy);
   const fs::path dir = prepare_out_dir(o.out, "sft", run_details(o, j));
   std::vector<TrainItem> data;
   if (!s.from_samples.empty()) {
-    data = items_from_samples(s.from_samples, tasks, scale, s.per_task);
+    data = items_from_samples(s.from_samples, tasks, scale, s.per_task, *policy);
+  } else if (s.teacher == "known-good") {
+    data = known_good_items(tasks, scale, *policy, o.policy.name);
   } else {
     KBRL_CHECK_INPUT(s.teacher_noise >= 0 && s.teacher_noise <= 1, "--teacher-noise must be in [0, 1] (got {})",
                      s.teacher_noise);
@@ -124,7 +163,7 @@ void run_sft_command(const CommonOptions& o, const SftOptions& s) {
 void add_sft_command(CLI::App& app) {
   auto o = std::make_shared<CommonOptions>();
   auto s = std::make_shared<SftOptions>();
-  auto* cmd = app.add_subcommand("sft", "SFT of the schedule policy on teacher samples (DIR/sft_epochs.csv, "
+  auto* cmd = app.add_subcommand("sft", "SFT of a trainable policy on teacher samples (DIR/sft_epochs.csv, "
                                         "DIR/sft.pt)");
   add_common_options(cmd, *o,
                      {{"--epochs", "epochs", "passes over the data"},
@@ -134,7 +173,7 @@ void add_sft_command(CLI::App& app) {
                       {"--seed", "seed", "shuffling and teacher sampling seed"}});
   cmd->add_option("--teacher", s->teacher,
                   "heuristic: --per-task samples per task from the heuristic policy, scored in --env; the "
-                  "correct ones are the data");
+                  "correct ones are the data. known-good (lm policies): each task's known-good kernel as text");
   cmd->add_option("--from-samples", s->from_samples,
                   "a samples.csv (kbrl sample): its correct rows, fastest first, --per-task per task")
       ->check(CLI::ExistingFile);

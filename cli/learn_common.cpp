@@ -79,14 +79,15 @@ void add_common_options(CLI::App* cmd, CommonOptions& o,
   add_task_flags(cmd, o.tasks);
   if (policy_flags) {
     cmd->add_option("--policy", o.policy.name,
-                    "schedule, uniform, heuristic, or endpoint:URL[,model=NAME,...] (a language model on an "
-                    "OpenAI-compatible server; README: Bring your own model)")
+                    "schedule, uniform, heuristic, endpoint:URL[,model=NAME,...] (a language model on an "
+                    "OpenAI-compatible server) or lm:MODEL[,key=value...] (a .gguf file or Hugging Face folder "
+                    "run and trained in the process); README: Bring your own model")
         ->capture_default_str();
-    cmd->add_option("--checkpoint", o.policy.checkpoint, "schedule policy: base weights (.pt) to start from");
-    cmd->add_option("--adapter", o.policy.adapter, "schedule policy: a LoRA adapter (.pt) to load on top");
+    cmd->add_option("--checkpoint", o.policy.checkpoint, "schedule or lm policy: base weights (.pt) to start from");
+    cmd->add_option("--adapter", o.policy.adapter, "schedule or lm policy: a LoRA adapter (.pt) to load on top");
     cmd->add_option("--noise", o.policy.noise, "heuristic policy: the chance of a random value per knob")
         ->capture_default_str();
-    cmd->add_option("--policy-device", o.policy.device, "schedule policy's network: cpu or cuda[:N]")
+    cmd->add_option("--policy-device", o.policy.device, "schedule or lm policy's device: cpu or cuda[:N] (lm: unless its spec names one)")
         ->capture_default_str();
     cmd->add_option("--policy-seed", o.policy.seed, "schedule policy: weight initialization seed")
         ->capture_default_str();

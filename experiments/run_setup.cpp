@@ -12,6 +12,7 @@
 #include <kernels/generator.h>
 #include <policies/baseline_policies.h>
 #include <policies/endpoint_policy.h>
+#include <policies/lm/lm_policy.h>
 #include <policies/schedule_policy.h>
 #include <reference/splits.h>
 #include <reference/task_registry.h>
@@ -21,11 +22,14 @@ namespace kbrl {
 // ---- policies ----
 
 const std::vector<std::string>& policy_names() {
-  static const std::vector<std::string> names = {"schedule", "uniform", "heuristic", "endpoint:URL[,model=NAME,...]"};
+  static const std::vector<std::string> names = {"schedule", "uniform", "heuristic", "endpoint:URL[,model=NAME,...]",
+                                                 "lm:MODEL[,key=value...]"};
   return names;
 }
 
 bool is_endpoint_policy(const std::string& name) { return name.rfind("endpoint:", 0) == 0; }
+bool is_lm_policy(const std::string& name) { return lm::is_lm_spec(name); }
+bool is_text_policy(const std::string& name) { return is_endpoint_policy(name) || is_lm_policy(name); }
 
 std::unique_ptr<Policy> make_policy(const PolicyOptions& o) {
   if (is_endpoint_policy(o.name)) {
@@ -35,6 +39,14 @@ std::unique_ptr<Policy> make_policy(const PolicyOptions& o) {
     EndpointOptions e = parse_endpoint_spec(o.name);
     if (!o.response_log.empty()) e.response_log = o.response_log;  // else the spec's log=, if any
     return std::make_unique<EndpointPolicy>(std::move(e));
+  }
+  if (is_lm_policy(o.name)) {
+    lm::LmOptions l = lm::parse_lm_spec(o.name);
+    if (l.model_options.device == "cpu" && o.device != "cpu") l.model_options.device = o.device;
+    auto policy = std::make_unique<lm::LmPolicy>(std::move(l));
+    if (!o.checkpoint.empty()) policy->load_base(o.checkpoint);
+    if (!o.adapter.empty()) policy->load_adapter(o.adapter);
+    return policy;
   }
   KBRL_CHECK_INPUT(std::find(policy_names().begin(), policy_names().end(), o.name) != policy_names().end(),
                    "unknown policy '{}': expected one of {}", o.name, fmt::join(policy_names(), ", "));
@@ -70,7 +82,7 @@ std::unique_ptr<TrainablePolicy> make_trainable_policy(const PolicyOptions& o) {
   std::unique_ptr<Policy> p = make_policy(o);
   auto* trainable = dynamic_cast<TrainablePolicy*>(p.get());
   KBRL_CHECK_INPUT(trainable != nullptr,
-                   "the {} policy cannot be trained{}: use the schedule policy", o.name,
+                   "the {} policy cannot be trained{}: use the schedule policy or lm:<model>", o.name,
                    is_endpoint_policy(o.name) ? " (an endpoint only samples; gradients need the model in the process)" : "");
   p.release();
   std::unique_ptr<TrainablePolicy> out(trainable);

@@ -21,19 +21,24 @@ namespace kbrl {
 // ---- policies ----
 
 struct PolicyOptions {
-  std::string name = "schedule";  // schedule | uniform | heuristic | endpoint:URL[,key=value...]
-  std::string checkpoint;         // schedule only: base weights (.pt) to load; "" = fresh from `seed`
-  std::string adapter;            // schedule only: a LoRA adapter (.pt) to load on top; "" = none
+  std::string name = "schedule";  // schedule | uniform | heuristic | endpoint:URL[,...] | lm:MODEL[,...]
+  std::string checkpoint;         // schedule and lm: base weights (.pt) to load; "" = fresh from `seed` / the model file
+  std::string adapter;            // schedule and lm: a LoRA adapter (.pt) to load on top; "" = none
   double noise = 0.25;            // heuristic only
-  std::string device = "cpu";     // schedule only: "cpu" or "cuda[:N]"
+  std::string device = "cpu";     // schedule and lm (unless the spec names one): "cpu" or "cuda[:N]"
   uint64_t seed = 0;              // schedule only: weight initialization
   std::string response_log;       // endpoint only: the JSONL of server responses (resume); "" = none
 };
 
-/// "schedule", "uniform", "heuristic", "endpoint:URL[,model=NAME,...]" (policies/endpoint_policy.h).
+/// "schedule", "uniform", "heuristic", "endpoint:URL[,model=NAME,...]" (policies/endpoint_policy.h),
+/// "lm:MODEL[,key=value...]" (policies/lm/lm_policy.h).
 const std::vector<std::string>& policy_names();
 /// Does the name start with "endpoint:"?
 bool is_endpoint_policy(const std::string& name);
+/// Does the name start with "lm:" (a language model in the process, policies/lm/lm_policy.h)?
+bool is_lm_policy(const std::string& name);
+/// A policy whose actions are text (endpoint or lm).
+bool is_text_policy(const std::string& name);
 
 /// The policy `options` names. InputError for an unknown name (listing the names), a checkpoint or
 /// adapter given to a policy without weights, a noise outside [0, 1], a file that is missing, or

@@ -17,7 +17,7 @@ const CsvSchema& training_steps() {
       {"run", "step", "tasks", "rollouts", "compiled_rate", "correct_rate", "fast_1", "sig_fast_1",
        "mean_speedup_correct", "mean_reward", "kl_to_start", "entropy", "loss", "grad_norm",
        "clip_fraction", "tokens", "teacher_tokens", "compile_seconds", "evaluator_seconds",
-       "wall_seconds"}};
+       "wall_seconds", "format_rate"}};
   return s;
 }
 

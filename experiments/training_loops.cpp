@@ -71,8 +71,9 @@ StepMetrics score_rollouts(const std::vector<Rollout>& rollouts) {
   StepMetrics m;
   m.rollouts = static_cast<int64_t>(rollouts.size());
   if (rollouts.empty()) return m;
-  double compiled = 0, correct = 0, fast = 0, sig_fast = 0, speedup = 0, reward = 0;
+  double compiled = 0, correct = 0, fast = 0, sig_fast = 0, speedup = 0, reward = 0, parsed = 0;
   for (const Rollout& r : rollouts) {
+    parsed += r.outcome != Outcome::format_error;
     compiled += r.compiled;
     correct += r.correct;
     fast += r.fast();
@@ -82,6 +83,7 @@ StepMetrics score_rollouts(const std::vector<Rollout>& rollouts) {
   }
   const double n = static_cast<double>(rollouts.size());
   m.compiled_rate = compiled / n;
+  m.format_rate = parsed / n;
   m.correct_rate = correct / n;
   m.fast_1 = fast / n;
   m.sig_fast_1 = sig_fast / n;
@@ -110,7 +112,8 @@ std::vector<std::string> training_step_row(const std::string& run, const StepMet
           cell(m.budget.teacher_tokens),
           cell(m.budget.compile_seconds),
           cell(m.budget.evaluator_seconds),
-          cell(m.budget.wall_seconds)};
+          cell(m.budget.wall_seconds),
+          cell(m.format_rate)};
 }
 
 std::vector<StepMetrics> run_rlvr(TrainablePolicy& policy, Environment& env, const RlvrConfig& c,
@@ -195,6 +198,7 @@ std::vector<StepMetrics> run_rlvr(TrainablePolicy& policy, Environment& env, con
       policy.save_adapter(checkpoint_dir / fmt::format("adapter_step_{}.pt", step + 1));
     if (c.eval_every > 0 && ((step + 1) % c.eval_every == 0 || step + 1 == c.steps)) evaluate_all_tasks(step + 1);
   }
+  if (!checkpoint_dir.empty() && c.lora) policy.save_adapter(checkpoint_dir / "final_adapter.pt");
   if (c.lora) policy.merge_adapter();
   if (!checkpoint_dir.empty()) policy.save_base(checkpoint_dir / "final.pt");
   return out;

@@ -36,6 +36,7 @@ struct StepMetrics {
   int tasks = 0;
   int64_t rollouts = 0;
   double compiled_rate = 0, correct_rate = 0, fast_1 = 0;  // fractions of the rollouts
+  double format_rate = 0;  // the fraction whose action parsed (outcome other than format_error)
   double sig_fast_1 = 0;  // the fraction significantly fast (Rollout::significantly_fast)
   double mean_speedup_correct = 0;  // over correct rollouts (0 when none)
   double mean_reward = 0;
@@ -79,7 +80,7 @@ struct RlvrConfig {
 
 /// RLVR: each step samples `group_size` rollouts for each of the next `tasks_per_batch` tasks (the
 /// split reshuffled every epoch), takes group-relative advantages and one GRPO step. Checkpoints
-/// (base.pt once, adapter_step_N.pt every N steps, final.pt with the adapter merged) go to
+/// (base.pt once, adapter_step_N.pt every N steps, final_adapter.pt and final.pt with the adapter merged) go to
 /// `checkpoint_dir` when not empty. With eval_every > 0, `eval_csv` gets one row per evaluation
 /// (run "<run>_eval", step = updates so far). Returns one StepMetrics per step.
 std::vector<StepMetrics> run_rlvr(TrainablePolicy& policy, Environment& env, const RlvrConfig& config,

@@ -13,7 +13,7 @@ TEST(Schemas, GoldenHeaders) {
       {&schemas::training_steps(),
        "run,step,tasks,rollouts,compiled_rate,correct_rate,fast_1,sig_fast_1,mean_speedup_correct,mean_reward,"
        "kl_to_start,entropy,loss,grad_norm,clip_fraction,tokens,teacher_tokens,compile_seconds,"
-       "evaluator_seconds,wall_seconds"},
+       "evaluator_seconds,wall_seconds,format_rate"},
       {&schemas::ttt_task_steps(),
        "run,step,task_id,rollouts,correct_rate,fast_1,sig_fast_1,best_speedup,mean_speedup_correct"},
       {&schemas::samples(),

@@ -36,7 +36,7 @@ struct Options {
   std::string tolerance = "strict";
   std::string inputs = "robust";
   std::string scale;  // default: kernelbench (evaluator) or small (synthetic)
-  std::string policy;  // "" = the experiment's own policies; endpoint:URL[,...] = a language model
+  std::string policy;  // "" = the experiment's own policies; endpoint:URL[,...] or lm:MODEL[,...] = a language model
   std::string arch;    // NVRTC target; without a GPU, compile only for it
   std::string samples;  // a samples.csv for selection and length_control (default: best_of_n's)
   bool list = false;
@@ -105,13 +105,13 @@ int run(const Options& o) {
     ctx.samples_file = o.samples;
   }
   if (!o.policy.empty()) {
-    KBRL_CHECK_INPUT(is_endpoint_policy(o.policy),
-                     "--policy takes a language model, endpoint:URL[,model=NAME,...] (got '{}'); without it "
-                     "each experiment uses its own policies",
+    KBRL_CHECK_INPUT(is_text_policy(o.policy),
+                     "--policy takes a language model, endpoint:URL[,model=NAME,...] or lm:MODEL[,...] (got '{}'); "
+                     "without it each experiment uses its own policies",
                      o.policy);
     KBRL_CHECK_INPUT(experiment.takes_model_policy,
-                     "{} trains or adapts the policy, and an endpoint policy only samples; with --policy "
-                     "endpoint:... run one of: {}",
+                     "{} trains or adapts the schedule policy of its own runs; a language model (--policy "
+                     "endpoint:... or lm:...) runs in: {} (train one with `kbrl train --policy lm:...`)",
                      experiment.name, fmt::join(model_policy_experiments(), ", "));
     KBRL_CHECK_INPUT(!synthetic, "--env synthetic scores knob configurations, not a language model's text");
   }
@@ -219,8 +219,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--scale", o.scale, "kernelbench or small (default: kernelbench; small with --env synthetic)");
   app.add_option("--policy", o.policy,
-                 "a language model, endpoint:URL[,model=NAME,...], for policy_sweep, best_of_n, selection and "
-                 "length_control (default: each experiment's own policies)");
+                 "a language model, endpoint:URL[,model=NAME,...] or lm:MODEL[,key=value...], for policy_sweep, "
+                 "best_of_n, selection and length_control (default: each experiment's own policies)");
   app.add_option("--samples", o.samples,
                  "selection and length_control: read this samples.csv (e.g. from kbrl sample) instead of "
                  "best_of_n's");
