@@ -75,12 +75,8 @@ EndpointOptions parse_endpoint_spec(std::string_view spec) {
       o.http.timeout_seconds = parse_spec_double(key, value, 0.0, 86400.0, true);
     } else if (key == "retries") {
       o.http.retries = parse_spec_int(key, value, 0, 100);
-    } else if (key == "style") {
-      o.prompt.style = parse_text_style(value);
-    } else if (key == "shots") {
-      o.prompt.shots = parse_spec_int(key, value, 0, kMaxPromptShots);
-    } else if (key == "system") {
-      o.prompt.system = parse_system_prompt(value);
+    } else if (set_prompt_key(o.prompt, key, value)) {
+      // style, shots or system: set
     } else if (key == "log") {
       KBRL_CHECK_INPUT(!value.empty(), "policy spec: log= needs a file name");
       o.response_log = value;

@@ -50,4 +50,17 @@ double parse_spec_double(std::string_view key, const std::string& value, double 
   return v;
 }
 
+bool set_prompt_key(PromptOptions& prompt, std::string_view key, const std::string& value) {
+  if (key == "style") {
+    prompt.style = parse_text_style(value);
+  } else if (key == "shots") {
+    prompt.shots = parse_spec_int(key, value, 0, kMaxPromptShots);
+  } else if (key == "system") {
+    prompt.system = parse_system_prompt(value);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace kbrl

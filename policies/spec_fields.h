@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "prompt.h"
+
 namespace kbrl {
 
 /// Splits on commas that are not escaped with a backslash, and undoes the escapes \, \\ \n \t.
@@ -15,5 +17,8 @@ std::vector<std::string> split_spec_fields(std::string_view s, std::string_view 
 int parse_spec_int(std::string_view key, const std::string& value, int min, int max);
 /// A finite number in [min, max] ((min, max] when `min_open`); InputError naming `key` otherwise.
 double parse_spec_double(std::string_view key, const std::string& value, double min, double max, bool min_open);
+/// The prompt keys every text policy's spec shares: style, shots, system. Sets `prompt` and returns
+/// true when `key` is one of them (InputError for a bad value), false otherwise.
+bool set_prompt_key(PromptOptions& prompt, std::string_view key, const std::string& value);
 
 }  // namespace kbrl

@@ -14,27 +14,15 @@
 #include <policies/endpoint_policy.h>
 #include <reference/task_registry.h>
 
+#include "llm_testing.h"
+
 namespace kbrl {
 namespace {
 
 using nlohmann::json;
 
-std::string llm_url() {
-  if (const char* env = std::getenv("KBRL_LLM_URL"); env && *env) return env;
-#ifdef KBRL_LLM_URL_FILE
-  std::ifstream in(KBRL_LLM_URL_FILE);
-  std::string url;
-  std::getline(in, url);
-  return url;
-#else
-  return "";
-#endif
-}
-
-bool llm_required() {
-  const char* r = std::getenv("KBRL_REQUIRE_LLM");
-  return r && std::string(r) == "1";
-}
+using testing::llm_required;
+using testing::llm_url;
 
 TaskSpec relu() { return task_spec(19, Scale::small); }
 constexpr int kMaxTokens = 32;

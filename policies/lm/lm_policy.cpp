@@ -77,12 +77,8 @@ LmOptions parse_lm_spec(std::string_view spec) {
       o.max_tokens = parse_spec_int(key, value, 1, 1 << 20);
     } else if (key == "top_p") {
       o.top_p = parse_spec_double(key, value, 0.0, 1.0, true);
-    } else if (key == "style") {
-      o.prompt.style = parse_text_style(value);
-    } else if (key == "shots") {
-      o.prompt.shots = parse_spec_int(key, value, 0, kMaxPromptShots);
-    } else if (key == "system") {
-      o.prompt.system = parse_system_prompt(value);
+    } else if (set_prompt_key(o.prompt, key, value)) {
+      // style, shots or system: set
     } else if (key == "targets") {
       o.lora_targets.clear();
       std::stringstream ss(value);
