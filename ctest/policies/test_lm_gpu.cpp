@@ -1,10 +1,10 @@
 // The language-model RL loop on a GPU, end to end in one process (label gpu; skipped where there
-// is none): a randomly initialized Llama-shaped model (lm:random, float32 on CUDA) is taught by
-// SFT with a LoRA adapter to answer ReLU (task 19) with the known-good scaffold body, in the text
-// format its prompt asks for; then three GRPO steps sample 8 answers at temperature 0.7, evaluate
-// them through the real environment (realize -> NVRTC -> the evaluator's worker on GPU 0) and
-// update the adapter. Prints its figures ("[ figures ] ...") and writes them as a CSV to
-// $KBRL_RESULTS_OUT when that is set.
+// is none): a randomly initialized Llama-shaped model (lm:random:4x256, float32 on CUDA) is taught
+// by SFT with a LoRA adapter to answer ReLU (task 19) with the known-good scaffold body, in the
+// text format its prompt asks for; then three GRPO steps sample 8 answers at temperature 0.7,
+// evaluate them through the real environment (realize -> NVRTC -> the evaluator's worker on GPU 0)
+// and update the adapter, which must favour the target when it has the group's best reward.
+// Prints its figures ("[ figures ] ...") and writes them as a CSV to $KBRL_RESULTS_OUT when set.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
@@ -35,8 +35,19 @@ constexpr int kTask = 19;  // ReLU
 constexpr int kGroup = 8;
 constexpr int kGrpoSteps = 3;
 constexpr double kTemperature = 0.7;
+constexpr const char* kSpec = "lm:random:4x256:1,device=cuda,dtype=float32,shots=0,system=none";
+// On an H100 this SFT took 59 steps (3.2 s). A random base attends almost uniformly over the
+// ~3,000-token prompt and LoRA has to build attention to the last few tokens (the target needs ~7
+// tokens of context to be determined), so the budget is generous, bounded by steps and by time.
 constexpr double kSftLearningRate = 3e-3;
-static const int kMaxSftSteps = std::getenv("CAL_STEPS") ? std::atoi(std::getenv("CAL_STEPS")) : 400;
+constexpr int kMaxSftSteps = 1000;
+constexpr double kMaxSftSeconds = 120;
+// GRPO's optimizer starts fresh (no SFT momentum), so its first Adam step moves every adapter
+// weight by about the learning rate whatever the gradient's size: at 1e-3 that undid the memorized
+// answer (the H100 run: 6 of 8 correct, then 0 of 8 compiled; the same on the CPU with 2x256, and
+// also when SFT's optimizer carries on at 3e-3). At 1e-5 p(target) rose 0.61 -> 0.64 -> 0.65 ->
+// 0.67 on the CPU over three steps.
+constexpr double kGrpoLearningRate = 1e-5;
 // SFT stops once the whole target is sampled at kTemperature with at least this probability: then
 // every token has p >= 0.5, so greedy decoding reproduces it, a group of 8 holds an exact copy
 // except with probability 0.5^8, and (the target not yet certain) groups still differ.
@@ -47,8 +58,6 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// ---- the SFT target: a known-good kernel as the text the prompt asks for ----
-
 // ---- the steps ----
 
 struct SftResult {
@@ -56,7 +65,16 @@ struct SftResult {
   double target_probability = 0.0;  // of the whole target at kTemperature, after the last step
   double train_seconds = 0.0;
   int64_t train_tokens = 0;
+  double loss = 0.0;  // mean negative log-likelihood per token before the last step (temperature 1)
 };
+
+/// p(target) when sampling at kTemperature.
+double target_probability(LmPolicy& p, const TaskSpec& task, const std::vector<int>& target) {
+  const auto scored = p.logprob(task, {target}, kTemperature);  // named: the loop needs it alive
+  double logprob = 0;
+  for (double lp : scored[0]) logprob += lp;
+  return std::exp(logprob);
+}
 
 /// SFT on the one target until it is sampled with kSftTargetProbability at kTemperature.
 SftResult sft_until_confident(LmPolicy& p, const TaskSpec& task, const std::vector<int>& target) {
@@ -67,17 +85,15 @@ SftResult sft_until_confident(LmPolicy& p, const TaskSpec& task, const std::vect
   UpdateConfig sft;
   sft.objective = Objective::likelihood;
   SftResult r;
-  while (r.steps < kMaxSftSteps && r.target_probability < kSftTargetProbability) {
+  while (r.steps < kMaxSftSteps && r.train_seconds < kMaxSftSeconds && r.target_probability < kSftTargetProbability) {
     const auto start = Clock::now();
     const UpdateStats st = p.update({item}, sft);
     r.train_seconds += seconds_since(start);
     r.train_tokens += st.tokens;
+    r.loss = st.loss;
     ++r.steps;
-    const auto scored = p.logprob(task, {target}, kTemperature);  // named: the loop needs it alive
-    double logprob = 0;
-    for (double lp : scored[0]) logprob += lp;
-    r.target_probability = std::exp(logprob);
-    if (r.steps % 5 == 0)
+    r.target_probability = target_probability(p, task, target);
+    if (r.steps % 10 == 0)
       std::printf("sft step %d: loss %.4f, p(target at T=%.1f) %.3g\n", r.steps, st.loss, kTemperature,
                   r.target_probability);
   }
@@ -189,7 +205,7 @@ TEST(LmGpu, SamplingNvrtcEvaluationAndGrpoEndToEnd) {
     ASSERT_TRUE(real.candidate) << "the SFT target yields no candidate: " << real.format_error << "\n" << text;
   }
 
-  LmOptions options = parse_lm_spec("lm:random:4x256:1,device=cuda,dtype=float32,shots=0,system=none");
+  LmOptions options = parse_lm_spec(kSpec);
   // A token holds at least one byte: room for the target, its end token and some more.
   options.max_tokens = static_cast<int>(text.size()) + 64;
   LmPolicy policy(options);
@@ -198,26 +214,48 @@ TEST(LmGpu, SamplingNvrtcEvaluationAndGrpoEndToEnd) {
   const int end = tok.eot() >= 0 ? tok.eot() : tok.eos();
   ASSERT_GE(end, 0) << "the tokenizer has no end-of-turn or eos token";
   target.push_back(end);
-  std::printf("SFT target (%zu tokens with the end token, prompt %zu tokens):\n%s\n", target.size(), policy.prompt_tokens(task, options.prompt).size(), text.c_str());
+  std::printf("SFT target (%zu tokens with the end token, prompt %zu tokens):\n%s\n", target.size(),
+              policy.prompt_tokens(task, options.prompt).size(), text.c_str());
+
+  // ---- the real environment: realize -> NVRTC -> the worker on GPU 0; first the target itself ----
+  Evaluator evaluator(eval_settings());
+  EvaluatorEnvironment env(evaluator);
+  EvaluatorClock evaluator_clock(env);
+  std::vector<Figures> rows;
+  {
+    Sample given;
+    given.task_id = task.id;
+    given.kind = ActionKind::text;
+    given.text = text;
+    given.tokens = target;
+    given.logprobs.assign(target.size(), 0.0);
+    given.prompt_version = build_prompt(task, options.prompt).version;
+    given.finish_reason = "stop";
+    const std::vector<Rollout> g = env.evaluate(task, {given}, "sft_target");
+    Figures f = group_figures(g);
+    f.phase = "target";
+    f.evaluator_s = evaluator_clock.per_candidate();  // includes starting the worker
+    print_figures(f);
+    rows.push_back(f);
+    ASSERT_TRUE(g[0].correct) << "the known-good SFT target fails on the evaluator:\n" << describe(g);
+  }
 
   // ---- SFT warm start: LoRA learns to emit the target ----
   policy.add_adapter({16, 32.0}, 1);
   policy.set_optimizer({.learning_rate = kSftLearningRate});
   const SftResult sft = sft_until_confident(policy, task, target);
-  std::printf("[ figures ] SFT steps: %d (lr %g, p(target at T=%.1f) %.3f, %.1f s)\n", sft.steps, kSftLearningRate,
-              kTemperature, sft.target_probability, sft.train_seconds);
-  ASSERT_GE(sft.target_probability, kSftTargetProbability)
-      << "SFT did not reach p(target) >= " << kSftTargetProbability << " within " << kMaxSftSteps << " steps";
+  std::printf("[ figures ] SFT steps: %d (lr %g, loss %.4g nats/token, p(target at T=%.1f) %.3f, %.1f s)\n",
+              sft.steps, kSftLearningRate, sft.loss, kTemperature, sft.target_probability, sft.train_seconds);
+  // From here on failures are non-fatal where the later stages still measure something: one GPU
+  // run gives every figure.
+  EXPECT_GE(sft.target_probability, kSftTargetProbability)
+      << "SFT did not reach p(target) >= " << kSftTargetProbability << " within " << sft.steps << " steps ("
+      << sft.train_seconds << " s; last loss " << sft.loss << " nats/token)";
   const Timed greedy = timed_sample(policy, task, 1, 0.0, 0);
-  ASSERT_EQ(greedy.samples[0].text, text) << "greedy decoding after SFT does not reproduce the target";
+  EXPECT_EQ(greedy.samples[0].text, text) << "greedy decoding after SFT does not reproduce the target";
   EXPECT_EQ(greedy.samples[0].tokens, target);
   EXPECT_EQ(greedy.samples[0].finish_reason, "stop");
 
-  // ---- the real environment: realize -> NVRTC -> the worker on GPU 0 ----
-  Evaluator evaluator(eval_settings());
-  EvaluatorEnvironment env(evaluator);
-  EvaluatorClock evaluator_clock(env);
-  std::vector<Figures> rows;
   {
     const std::vector<Rollout> g = env.evaluate(task, greedy.samples, policy.name());
     Figures f = group_figures(g);
@@ -228,12 +266,13 @@ TEST(LmGpu, SamplingNvrtcEvaluationAndGrpoEndToEnd) {
     f.evaluator_s = evaluator_clock.per_candidate();
     print_figures(f);
     rows.push_back(f);
-    ASSERT_TRUE(g[0].correct) << "the known-good target fails on the evaluator:\n" << describe(g);
   }
 
   // ---- GRPO: 3 steps of 8 samples at temperature 0.7 ----
-  policy.set_optimizer({.learning_rate = 1e-3});  // fresh Adam: no SFT momentum moves the adapter
+  // A fresh optimizer: no SFT momentum moves the adapter, so it changes only by GRPO's gradients.
+  policy.set_optimizer({.learning_rate = kGrpoLearningRate});
   const std::string after_sft = policy.adapter_state();
+  double p_target = target_probability(policy, task, target);
   int steps_with_signal = 0;
   for (int step = 1; step <= kGrpoSteps; ++step) {
     SCOPED_TRACE("GRPO step " + std::to_string(step));
@@ -252,6 +291,8 @@ TEST(LmGpu, SamplingNvrtcEvaluationAndGrpoEndToEnd) {
     const auto start = Clock::now();
     const UpdateStats st = policy.update(items, grpo);
     const double train_seconds = seconds_since(start);
+    const double p_before = p_target;
+    p_target = target_probability(policy, task, target);
 
     Figures f = group_figures(group);
     f.step = step;
@@ -262,7 +303,8 @@ TEST(LmGpu, SamplingNvrtcEvaluationAndGrpoEndToEnd) {
     print_figures(f);
     std::printf("[ figures ] grpo step %d: rewards", step);
     for (double r : rewards) std::printf(" %.4f", r);
-    std::printf("; grad norm %.4g, loss %.4g, entropy %.4f\n", st.grad_norm, st.loss, st.entropy);
+    std::printf("; grad norm %.4g, loss %.4g, entropy %.4f; p(target at T=%.1f) %.3f -> %.3f\n", st.grad_norm,
+                st.loss, st.entropy, kTemperature, p_before, p_target);
     rows.push_back(f);
 
     if (step == 1) {
@@ -274,6 +316,14 @@ TEST(LmGpu, SamplingNvrtcEvaluationAndGrpoEndToEnd) {
     if (rewards_differ) {
       EXPECT_GT(st.grad_norm, 0.0) << "rewards differ but the GRPO gradient is zero:\n" << describe(group);
       EXPECT_NE(policy.adapter_state(), before) << "rewards differ but the adapter did not change";
+      // The exact copies of the target had the group's best reward: the step must favour it.
+      const double best = *std::max_element(rewards.begin(), rewards.end());
+      const bool target_best = std::any_of(group.begin(), group.end(), [&](const Rollout& r) {
+        return r.sample.tokens == target && r.reward >= best;
+      });
+      if (target_best) {
+        EXPECT_GT(p_target, p_before) << "the target had the best reward, yet GRPO lowered its probability";
+      }
     } else {
       // Equal rewards give (numerically) zero advantages: no gradient to speak of.
       EXPECT_LT(st.grad_norm, 1e-6) << "equal rewards but a GRPO gradient:\n" << describe(group);
@@ -292,8 +342,6 @@ TEST(LmGpu, SamplingNvrtcEvaluationAndGrpoEndToEnd) {
     std::printf("figures written to %s\n", csv.path().c_str());
   }
 }
-
-
 
 }  // namespace
 }  // namespace kbrl::lm
