@@ -136,7 +136,10 @@ std::string LmPolicy::name() const { return "lm:" + impl_->model.name(); }
 LanguageModel& LmPolicy::model() { return impl_->model; }
 
 std::vector<int> LmPolicy::prompt_tokens(const TaskSpec& task, const PromptOptions& options) {
-  const Prompt p = build_prompt(task, options);
+  return prompt_tokens(build_prompt(task, options));
+}
+
+std::vector<int> LmPolicy::prompt_tokens(const Prompt& p) {
   const ChatTemplate& chat = impl_->model.chat();
   std::string text;
   if (chat.family == ChatFamily::plain) {
@@ -157,13 +160,14 @@ std::vector<int> LmPolicy::prompt_tokens(const TaskSpec& task, const PromptOptio
 }
 
 std::vector<Sample> LmPolicy::sample(const TaskSpec& task, int n, double temperature, uint64_t seed) {
-  const std::vector<int> prompt = prompt_tokens(task, options_.prompt);
+  const Prompt built = build_prompt(task, options_.prompt);  // once: its tokens and its version
+  const std::vector<int> prompt = prompt_tokens(built);
   GenerateOptions g;
   g.max_tokens = options_.max_tokens;
   g.temperature = temperature;
   g.top_p = options_.top_p;
   g.seed = seed;
-  const std::string version = build_prompt(task, options_.prompt).version;
+  const std::string& version = built.version;
   std::vector<Sample> out;
   for (Generation& gen : impl_->model.generate(prompt, n, g)) {
     Sample s;

@@ -79,6 +79,8 @@ class LmPolicy final : public TrainablePolicy {
   LanguageModel& model();
   /// The token ids of the task's prompt as the model reads it (chat template applied).
   std::vector<int> prompt_tokens(const TaskSpec& task, const PromptOptions& prompt);
+  /// The same for a prompt already built.
+  std::vector<int> prompt_tokens(const Prompt& prompt);
 
   struct Impl;
 
