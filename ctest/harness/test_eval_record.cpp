@@ -254,6 +254,11 @@ TEST(EvalRecord, MalformedDocumentsAreInputErrors) {
 TEST(EvalRecord, TimestampIsIso8601Utc) {
   const auto when = std::chrono::system_clock::time_point(std::chrono::milliseconds(1'772'714'096'789));
   EXPECT_EQ(utc_timestamp(when), "2026-03-05T12:34:56.789Z");
+  using std::chrono::milliseconds;
+  EXPECT_EQ(utc_timestamp(std::chrono::system_clock::time_point(milliseconds(1'709'251'199'999))),
+            "2024-02-29T23:59:59.999Z");  // a leap day
+  EXPECT_EQ(utc_timestamp(std::chrono::system_clock::time_point(milliseconds(-1))), "1969-12-31T23:59:59.999Z");
+  EXPECT_EQ(utc_timestamp(std::chrono::system_clock::time_point(milliseconds(0))), "1970-01-01T00:00:00.000Z");
   EXPECT_FALSE(kbrl_version().empty());
   EXPECT_NE(kbrl_version(), "unknown");
 }

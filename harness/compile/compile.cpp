@@ -143,10 +143,12 @@ CompileResult compile(const Candidate& candidate, const CompileOptions& options,
   job.options = result.options;
   job.want_cubin = options.arch.rfind("sm_", 0) == 0;
   // A timeout is tried once more before it is the candidate's: the compile child is forked (not
-  // exec'd) from a parent whose other threads may hold a lock at that moment (NVRTC dlopens its
-  // builtins in the child), and such a child hangs through no fault of the candidate. Seen once on
-  // an H100 machine: an fp16 configuration that compiles in seconds "timed out" after 60 s in one of
-  // two identical runs. A compile that takes too long twice in a row is the candidate's.
+  // exec'd) from a parent whose other threads may hold a libc lock at that moment, and such a child
+  // hangs through no fault of the candidate. Seen on an H100 machine (an fp16 configuration that
+  // compiles in seconds "timed out" after 60 s in one of two identical runs) and reproduced on a CPU:
+  // NVRTC calls ctime() in the child, which waited forever on the time-zone lock that gmtime_r in
+  // utc_timestamp (now lock-free) held in another thread at the fork. A compile that takes too long
+  // twice in a row is the candidate's.
   NvrtcOutput out;
   for (int attempt = 0; attempt < 2; ++attempt) {
     out = run_nvrtc_isolated(job, options.time_limit_seconds, options.memory_limit_bytes);

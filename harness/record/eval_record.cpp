@@ -202,15 +202,18 @@ EvalRecord record_from_json(const Json& j) {
   }
 }
 
+// Calendar arithmetic instead of gmtime_r: glibc's gmtime_r takes the time-zone lock, and a compile
+// child forked while another thread holds it deadlocks when NVRTC calls ctime (harness/compile):
+// seen as every first compile of a run "timing out" after 60 s.
 std::string utc_timestamp(std::chrono::system_clock::time_point when) {
-  const auto millis =
-      std::chrono::duration_cast<std::chrono::milliseconds>(when.time_since_epoch()).count();
-  const std::time_t seconds = static_cast<std::time_t>(millis / 1000 - (millis % 1000 < 0));
-  std::tm utc{};
-  ::gmtime_r(&seconds, &utc);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", utc.tm_year + 1900,
-                     utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
-                     ((millis % 1000) + 1000) % 1000);
+  using namespace std::chrono;
+  const auto millis = floor<milliseconds>(when.time_since_epoch());
+  const auto days_since_epoch = floor<days>(millis);
+  const year_month_day date{sys_days{days_since_epoch}};
+  const hh_mm_ss<milliseconds> time{millis - days_since_epoch};
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", static_cast<int>(date.year()),
+                     static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()), time.hours().count(),
+                     time.minutes().count(), time.seconds().count(), time.subseconds().count());
 }
 
 std::string_view kbrl_version() { return KBRL_VERSION; }
