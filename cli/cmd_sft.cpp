@@ -74,32 +74,6 @@ std::vector<TrainItem> items_from_samples(const std::string& file, const std::ve
   return items;
 }
 
-/// A language model's demonstrations: each task's known-good kernel (kernels/known_good/) as the
-/// answer text in the policy's prompt style, tokenized by the policy. Tasks without one are skipped.
-std::vector<TrainItem> known_good_items(const std::vector<int>& tasks, Scale scale, Policy& policy,
-                                        const std::string& policy_spec) {
-  const TextStyle style = lm::parse_lm_spec(policy_spec).prompt.style;
-  std::vector<TrainItem> items;
-  std::vector<int> used;
-  for (int id : tasks) {
-    const TaskSpec task = task_spec(id, scale);
-    const std::optional<std::string> answer = known_good_answer(task, style);
-    if (!answer) continue;
-    Sample s;
-    s.task_id = id;
-    s.kind = ActionKind::text;
-    s.text = *answer;
-    s.tokens = policy.text_tokens(s.text);
-    const std::vector<TrainItem> more = sft_items(task, {s});
-    items.insert(items.end(), more.begin(), more.end());
-    used.push_back(id);
-  }
-  KBRL_CHECK_INPUT(!items.empty(), "no known-good {}-style kernel for tasks {} (kernels/known_good/ has them for a few tasks)",
-                   to_string(style), fmt::join(tasks, ","));
-  progress_line(fmt::format("sft: known-good kernels of tasks {}", fmt::join(used, ", ")));
-  return items;
-}
-
 void run_sft_command(const CommonOptions& o, const SftOptions& s) {
   KBRL_CHECK_INPUT(s.teacher.empty() != s.from_samples.empty(),
                    "give the SFT data: --teacher heuristic|known-good or --from-samples FILE (exactly one)");
@@ -127,7 +101,9 @@ void run_sft_command(const CommonOptions& o, const SftOptions& s) {
   if (!s.from_samples.empty()) {
     data = items_from_samples(s.from_samples, tasks, scale, s.per_task, *policy);
   } else if (s.teacher == "known-good") {
-    data = known_good_items(tasks, scale, *policy, o.policy.name);
+    std::vector<int> used;
+    data = known_good_items(tasks, scale, *policy, lm::parse_lm_spec(o.policy.name).prompt.style, &used);
+    progress_line(fmt::format("sft: known-good kernels of tasks {}", fmt::join(used, ", ")));
   } else {
     KBRL_CHECK_INPUT(s.teacher_noise >= 0 && s.teacher_noise <= 1, "--teacher-noise must be in [0, 1] (got {})",
                      s.teacher_noise);

@@ -1,15 +1,22 @@
 #include "algorithms.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
 #include <kbrl/error.h>
+#include <policies/prompt.h>
+#include <reference/task_registry.h>
 
 namespace kbrl {
 
 std::vector<double> group_advantages(const std::vector<double>& rewards, bool normalize_std,
                                      double eps) {
   if (rewards.empty()) return {};
+  // Equal rewards carry no signal: exact zeros (the mean of equal doubles can round, and a residue
+  // of 1e-10 would still move the adapter through Adam's normalization).
+  if (std::all_of(rewards.begin(), rewards.end(), [&](double r) { return r == rewards.front(); }))
+    return std::vector<double>(rewards.size(), 0.0);
   const double n = static_cast<double>(rewards.size());
   const double mean = std::accumulate(rewards.begin(), rewards.end(), 0.0) / n;
   double var = 0;
@@ -46,6 +53,28 @@ std::vector<TrainItem> sft_items(const TaskSpec& task, const std::vector<Sample>
     out.push_back(std::move(it));
   }
   return out;
+}
+
+std::vector<TrainItem> known_good_items(const std::vector<int>& tasks, Scale scale, Policy& policy,
+                                        TextStyle style, std::vector<int>* used) {
+  std::vector<TrainItem> items;
+  for (int id : tasks) {
+    const TaskSpec task = task_spec(id, scale);
+    const std::optional<std::string> answer = known_good_answer(task, style);
+    if (!answer) continue;
+    Sample s;
+    s.task_id = id;
+    s.kind = ActionKind::text;
+    s.text = *answer;
+    s.tokens = policy.text_tokens(s.text);
+    const std::vector<TrainItem> more = sft_items(task, {s});
+    items.insert(items.end(), more.begin(), more.end());
+    if (used) used->push_back(id);
+  }
+  KBRL_CHECK_INPUT(!items.empty(),
+                   "no known-good {}-style kernel for tasks {} (kernels/known_good/ has them for a few tasks)",
+                   to_string(style), fmt::join(tasks, ","));
+  return items;
 }
 
 std::string_view to_string(SdpoTeacher t) { return enum_name(t); }

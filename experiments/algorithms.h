@@ -7,6 +7,7 @@
 
 #include <kbrl/enum_names.h>
 #include <policies/policy.h>
+#include <policies/prompt.h>
 
 #include "environment.h"
 
@@ -26,6 +27,12 @@ std::vector<TrainItem> grpo_items(const TaskSpec& task, const std::vector<Rollou
 /// SFT's items: advantage 1 on every token (with Objective::likelihood, the loss is the mean
 /// negative log-likelihood).
 std::vector<TrainItem> sft_items(const TaskSpec& task, const std::vector<Sample>& samples);
+
+/// A language model's demonstrations: each task's known-good kernel (kernels/known_good/) as the
+/// answer text in `style`, tokenized by the policy; tasks without one are skipped (their ids not
+/// added to `used`). InputError when none of `tasks` has one.
+std::vector<TrainItem> known_good_items(const std::vector<int>& tasks, Scale scale, Policy& policy,
+                                        TextStyle style, std::vector<int>* used = nullptr);
 
 enum class SdpoTeacher {
   feedback,     // the demonstration (a correct sample of the batch) and the rollout's execution feedback

@@ -22,38 +22,16 @@
 
 #include <ctest/csv_testing.h>
 
+#include "program_testing.h"
+
 namespace kbrl {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string first_line(const fs::path& file) {
-  std::ifstream in(file);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
-int run(const std::string& command) {
-  const int status = std::system((command + " > /dev/null 2>&1").c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-// Runs `command`, returning its exit code and putting its standard output and error in `output`.
-int run_output(const std::string& command, std::string* output) {
-  output->clear();
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char buffer[4096];
-  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) output->append(buffer, n);
-  const int status = ::pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-std::string file_text(const fs::path& file) {
-  std::ifstream in(file);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+using testing::file_text;
+using testing::first_line;
+using testing::run;
+using testing::run_output;
 
 TEST(ExperimentPrograms, EveryExperimentWritesItsTablesOnTheSyntheticEnvironment) {
   const fs::path results = fs::temp_directory_path() / ("kbrl-test-experiments-" + std::to_string(::getpid()));
@@ -98,7 +76,7 @@ TEST(ExperimentPrograms, EveryExperimentWritesItsTablesOnTheSyntheticEnvironment
   EXPECT_EQ(run(std::string(KBRL_EXPERIMENT) + " selection --env synthetic --budget tiny --results " + empty.string()), 2);
   EXPECT_EQ(run(std::string(KBRL_EXPERIMENT) + " no_such_experiment --env synthetic"), 2);
   EXPECT_EQ(run(std::string(KBRL_EXPERIMENT) + " ttt --budget huge --env synthetic"), 2);
-  // A language model only samples: the training experiments refuse it, and so does the synthetic table.
+  // A served model only samples: the training experiments refuse it, and so does the synthetic table.
   const std::string model = " --policy endpoint:http://127.0.0.1:1 --arch sm_90 --results " + empty.string();
   EXPECT_EQ(run(std::string(KBRL_EXPERIMENT) + " ttt --budget tiny" + model), 2);
   EXPECT_EQ(run(std::string(KBRL_EXPERIMENT) + " best_of_n --budget tiny --env synthetic" + model), 2);

@@ -33,6 +33,9 @@ TEST(Grpo, GroupAdvantages) {
   EXPECT_NEAR(n[0], -1.5 / sd, 1e-5);
   EXPECT_NEAR(n[3], 1.5 / sd, 1e-5);
   EXPECT_EQ(group_advantages({2, 2, 2}, true), (std::vector<double>{0, 0, 0}));
+  // Equal rewards whose mean rounds (0.1 summed eight times is not 0.8) give exact zeros, not 1e-10.
+  EXPECT_EQ(group_advantages(std::vector<double>(8, 0.1), true), std::vector<double>(8, 0.0));
+  EXPECT_EQ(group_advantages(std::vector<double>(7, 0.3), false), std::vector<double>(7, 0.0));
 }
 
 // GRPO at this budget (25 steps of 4 tasks x 8, lr 3e-2) is high-variance from one starting point

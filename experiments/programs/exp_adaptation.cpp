@@ -185,12 +185,12 @@ void transfer(ExperimentContext& ctx) {
   for (size_t from = 0; from < 2; ++from) {
     const size_t to = 1 - from;
     auto base = ctx.load_policy(ctx.base_checkpoint());
-    const auto base_rollouts = sample_and_evaluate(ctx, *base, "schedule_rlvr", subsets[to].second, b.ttt_k,
+    const auto base_rollouts = sample_and_evaluate(ctx, *base, ctx.policy_label("rlvr"), subsets[to].second, b.ttt_k,
                                                    b.temperature, 7, nullptr, "transfer_base");
     auto adapted = ctx.load_policy(ctx.base_checkpoint());
     run_ttt(*adapted, *ctx.env, ctx.ttt_config(subsets[from].second, 42, "adapt_" + subsets[from].first), &steps,
             nullptr, {}, ctx.progress);  // leaves the BoA adapter loaded
-    const auto adapted_rollouts = sample_and_evaluate(ctx, *adapted, "schedule_ttt", subsets[to].second, b.ttt_k,
+    const auto adapted_rollouts = sample_and_evaluate(ctx, *adapted, ctx.policy_label("ttt"), subsets[to].second, b.ttt_k,
                                                       b.temperature, 7, nullptr, "transfer_adapted");
     std::vector<Rollout> a, d;
     for (const auto& t : base_rollouts) a.insert(a.end(), t.begin(), t.end());

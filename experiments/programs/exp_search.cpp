@@ -53,12 +53,13 @@ std::vector<int> k_grid(int max_k) {
 
 void best_of_n(ExperimentContext& ctx) {
   const ExperimentBudget& b = ctx.budget;
+  // The policy after base_policy's RLVR (the schedule policy or lm:...), or a served model as served.
   std::unique_ptr<Policy> policy;
-  if (ctx.language_model())
-    policy = ctx.model_policy();
+  if (ctx.served_model())
+    policy = ctx.served_policy();
   else
     policy = ctx.load_policy(ctx.base_checkpoint());
-  const std::string label = ctx.language_model() ? policy->name() : "schedule_rlvr";
+  const std::string label = ctx.served_model() ? policy->name() : ctx.policy_label("rlvr");
   CsvTable samples(ctx.dir / "samples.csv", schemas::samples());
   CsvTable selected(ctx.dir / "bon_selected.csv", schemas::bon_selected());
   CsvTable scaling(ctx.dir / "bon_scaling.csv", schemas::bon_scaling());
@@ -67,7 +68,7 @@ void best_of_n(ExperimentContext& ctx) {
     std::map<uint64_t, std::vector<std::vector<Rollout>>> by_seed;
     for (uint64_t seed : b.seeds) {
       by_seed[seed] = sample_and_evaluate(ctx, *policy, label, tasks, b.bon_k,
-                                          ctx.language_model() ? b.model_temperature : b.temperature,
+                                          b.temperature,
                                           seed, &samples, run_name(subset, seed));
       for (size_t t = 0; t < tasks.size(); ++t) {
         const auto& rs = by_seed[seed][t];

@@ -9,6 +9,7 @@
 #include <experiments/run_setup.h>
 #include <experiments/schemas.h>
 #include <policies/baseline_policies.h>
+#include <policies/lm/lm_policy.h>
 #include <reference/splits.h>
 #include <reference/task_registry.h>
 
@@ -23,21 +24,31 @@ void base_policy(ExperimentContext& ctx) {
   const auto checkpoints = ctx.dir / "checkpoints";
   std::filesystem::create_directories(checkpoints);
 
-  // SFT warm start: the heuristic policy (expert configurations plus noise) as the teacher.
-  SchedulePolicy policy;
-  HeuristicPolicy teacher(0.25);
+  // SFT warm start: the schedule policy learns from the heuristic policy (expert configurations plus
+  // noise); a language model learns a LoRA adapter (merged) on the known-good kernels written as text.
+  std::unique_ptr<TrainablePolicy> policy = ctx.new_policy();
   std::vector<TrainItem> data;
-  for (int id : tasks) {
-    const TaskSpec task = task_spec(id, ctx.scale);
-    const auto items = sft_items(task, teacher.sample(task, b.sft_samples_per_task, 1.0, 7));
-    data.insert(data.end(), items.begin(), items.end());
-  }
   SftConfig sft;
   sft.epochs = b.sft_epochs;
   sft.optimizer.learning_rate = b.sft_learning_rate;
+  if (ctx.language_model()) {
+    std::vector<int> used;
+    data = known_good_items(tasks, ctx.scale, *policy, lm::parse_lm_spec(ctx.policy_spec).prompt.style, &used);
+    if (ctx.progress) ctx.progress(fmt::format("SFT on the known-good kernels of tasks {}", fmt::join(used, ", ")));
+    sft.lora = true;
+    sft.lora_config = {b.lora_rank, b.lora_alpha};
+    sft.batch_size = 4;
+  } else {
+    HeuristicPolicy teacher(0.25);
+    for (int id : tasks) {
+      const TaskSpec task = task_spec(id, ctx.scale);
+      const auto items = sft_items(task, teacher.sample(task, b.sft_samples_per_task, 1.0, 7));
+      data.insert(data.end(), items.begin(), items.end());
+    }
+  }
   CsvTable sft_csv(ctx.dir / "sft_epochs.csv", schemas::sft_epochs());
-  run_sft(policy, data, sft, &sft_csv, ctx.progress);
-  policy.save_base(checkpoints / "sft.pt");
+  run_sft(*policy, data, sft, &sft_csv, ctx.progress);
+  policy->save_base(checkpoints / "sft.pt");
 
   // RLVR on the train split with real rewards.
   RlvrConfig c;
@@ -56,7 +67,7 @@ void base_policy(ExperimentContext& ctx) {
   CsvTable eval(ctx.dir / "rlvr_eval.csv", schemas::training_steps());
   auto evaluate_all_tasks = [&](int stage) {
     std::vector<Rollout> all;
-    for (const auto& per_task : sample_and_evaluate(ctx, policy, "schedule", tasks, b.rlvr_eval_k, b.temperature,
+    for (const auto& per_task : sample_and_evaluate(ctx, *policy, ctx.policy_label(stage == 0 ? "sft" : "rlvr"), tasks, b.rlvr_eval_k, b.temperature,
                                                     99, nullptr, stage == 0 ? "before_rlvr" : "after_rlvr"))
       all.insert(all.end(), per_task.begin(), per_task.end());
     StepMetrics m = score_rollouts(all);
@@ -71,23 +82,16 @@ void base_policy(ExperimentContext& ctx) {
   };
   evaluate_all_tasks(0);
   CsvTable steps(ctx.dir / "rlvr_steps.csv", schemas::training_steps());
-  run_rlvr(policy, *ctx.env, c, &steps, checkpoints, ctx.progress);
+  run_rlvr(*policy, *ctx.env, c, &steps, checkpoints, ctx.progress);
   evaluate_all_tasks(1);
 }
 
-struct PolicyEntry {
-  std::string label;
-  Policy* policy;
-};
-
-/// policy_sweep for a language model (--policy endpoint:...): Table 3's row for the model.
-void model_sweep(ExperimentContext& ctx, const std::vector<int>& tasks) {
+/// One model's row of model_sweep.csv (and its rows of samples.csv and model_sweep_tasks.csv).
+void model_sweep_row(ExperimentContext& ctx, const std::vector<int>& tasks, Policy& policy, const std::string& label,
+                     CsvTable& samples, CsvTable& by_task, CsvTable& table) {
   const ExperimentBudget& b = ctx.budget;
-  auto policy = ctx.model_policy();
-  CsvTable samples(ctx.dir / "samples.csv", schemas::samples());
-  const auto per_task = sample_and_evaluate(ctx, *policy, policy->name(), tasks, b.sweep_k, b.model_temperature, 42,
-                                            &samples, "policy_sweep");
-  CsvTable by_task(ctx.dir / "model_sweep_tasks.csv", schemas::model_sweep_tasks());
+  const auto per_task = sample_and_evaluate(ctx, policy, label, tasks, b.sweep_k, b.temperature, 42, &samples,
+                                            "policy_sweep");
   int first_compiled = 0, first_correct = 0, format_errors = 0, compiled = 0, correct = 0, rollouts = 0;
   const bool checked = !ctx.compile_only;
   double runtime_sum = 0, tokens = 0;
@@ -111,17 +115,41 @@ void model_sweep(ExperimentContext& ctx, const std::vector<int>& tasks) {
     correct += task_correct;
     tokens += task_tokens;
     rollouts += static_cast<int>(rs.size());
-    by_task.row({policy->name(), cell(tasks[t]), task_spec(tasks[t], ctx.scale).name, cell(static_cast<int>(rs.size())),
+    by_task.row({label, cell(tasks[t]), task_spec(tasks[t], ctx.scale).name, cell(static_cast<int>(rs.size())),
                  cell(task_format), cell(task_compiled), cell(task_correct),
                  cell(rs.empty() ? 0.0 : task_tokens / static_cast<double>(rs.size())),
                  rs.empty() ? "" : std::string(to_string(rs[0].outcome))});
   }
   const double n = static_cast<double>(tasks.size()), all = std::max(1, rollouts);
-  CsvTable(ctx.dir / "model_sweep.csv", schemas::model_sweep())
-      .row({policy->name(), cell(first_compiled), checked ? cell(first_correct) : "", cell(static_cast<int>(tasks.size())),
+  table.row({label, cell(first_compiled), checked ? cell(first_correct) : "", cell(static_cast<int>(tasks.size())),
             checked && first_correct ? cell(runtime_sum / first_correct) : "",
             checked ? cell(100.0 * first_correct / n) : "", cell(checked), cell(b.sweep_k), cell(format_errors / all),
-            cell(compiled / all), checked ? cell(correct / all) : "", cell(tokens / all), cell(b.model_temperature)});
+            cell(compiled / all), checked ? cell(correct / all) : "", cell(tokens / all), cell(b.temperature)});
+}
+
+struct PolicyEntry {
+  std::string label;
+  Policy* policy;
+};
+
+/// policy_sweep for a language model: Table 3's row for each model. A served model (endpoint:...)
+/// as served; a model in the process (lm:...) as loaded (lm_loaded), after base_policy's SFT
+/// (lm_sft) and after its RLVR (lm_rlvr).
+void model_sweep(ExperimentContext& ctx, const std::vector<int>& tasks) {
+  CsvTable samples(ctx.dir / "samples.csv", schemas::samples());
+  CsvTable by_task(ctx.dir / "model_sweep_tasks.csv", schemas::model_sweep_tasks());
+  CsvTable table(ctx.dir / "model_sweep.csv", schemas::model_sweep());
+  if (ctx.served_model()) {
+    auto policy = ctx.served_policy();
+    model_sweep_row(ctx, tasks, *policy, policy->name(), samples, by_task, table);
+    return;
+  }
+  const std::vector<std::pair<std::string, std::filesystem::path>> stages = {
+      {"loaded", {}}, {"sft", ctx.sft_checkpoint()}, {"rlvr", ctx.base_checkpoint()}};
+  for (const auto& [stage, checkpoint] : stages) {
+    auto policy = checkpoint.empty() ? ctx.new_policy() : ctx.load_policy(checkpoint);
+    model_sweep_row(ctx, tasks, *policy, ctx.policy_label(stage), samples, by_task, table);
+  }
 }
 
 void policy_sweep(ExperimentContext& ctx) {
@@ -130,13 +158,13 @@ void policy_sweep(ExperimentContext& ctx) {
   if (ctx.language_model()) return model_sweep(ctx, tasks);
   UniformPolicy uniform;
   HeuristicPolicy heuristic(0.25);
-  SchedulePolicy untrained;
+  auto untrained = ctx.new_policy();
   auto sft = ctx.load_policy(ctx.sft_checkpoint());
   auto rlvr = ctx.load_policy(ctx.base_checkpoint());
   GreedyPolicy greedy(*rlvr);
   const std::vector<PolicyEntry> policies = {{"uniform", &uniform},
                                              {"heuristic", &heuristic},
-                                             {"schedule_untrained", &untrained},
+                                             {"schedule_untrained", untrained.get()},
                                              {"schedule_sft", sft.get()},
                                              {"schedule_rlvr", rlvr.get()},
                                              {"schedule_rlvr_greedy", &greedy}};

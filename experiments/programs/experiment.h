@@ -15,7 +15,7 @@
 
 #include <experiments/environment.h>
 #include <experiments/training_loops.h>
-#include <policies/schedule_policy.h>
+#include <policies/policy.h>
 
 namespace kbrl {
 
@@ -37,13 +37,11 @@ struct ExperimentBudget {
   // search
   int bon_k = 64;
   std::vector<uint64_t> seeds = {42, 43};
-  // The sampling temperature. The reports sample their LLM at 0.25; this policy's distribution is
-  // calibrated at 1 (SFT on a teacher with noise 0.25 per knob), and at 0.25 it is nearly greedy
-  // (one distinct sample in 64 for most tasks), which leaves GRPO groups without signal. The
-  // temperature ablation spans the same 7x range around it.
+  // The sampling temperature. The reports sample their LLM at 0.25 (language_model_budget); the
+  // schedule policy's distribution is calibrated at 1 (SFT on a teacher with noise 0.25 per knob),
+  // and at 0.25 it is nearly greedy (one distinct sample in 64 for most tasks), which leaves GRPO
+  // groups without signal. Its temperature ablation spans the same 7x range around it.
   double temperature = 1.0;
-  /// A language model's sampling temperature (--policy endpoint:...): the reports' 0.25.
-  double model_temperature = 0.25;
   int sweep_k = 16;  // base-policy sweep: samples per task per policy
   std::vector<int> sweep_tasks;  // empty: the eval split
   // adaptation
@@ -65,6 +63,11 @@ struct ExperimentBudget {
 /// with the synthetic environment) or "llm-cpu" (a language model served on a CPU: the sampling
 /// experiments with few samples). Throws InputError naming the budgets.
 ExperimentBudget experiment_budget(const std::string& name);
+/// The budget for a language model as the policy (--policy lm:... or endpoint:...): the reports'
+/// sampling temperature 0.25 and temperature ablation {0.1, 0.25, 0.4, 0.7}, LoRA rank 16 and
+/// learning rate 1e-5 for RLVR and TTT at paper budget (2e-4 at the smaller budgets, where a few
+/// steps at 1e-5 change nothing measurable), and SFT of a LoRA adapter on the known-good kernels.
+ExperimentBudget language_model_budget(ExperimentBudget budget);
 /// Every field of a budget, for the settings.json each experiment writes next to its CSVs.
 nlohmann::json budget_json(const ExperimentBudget& b);
 
@@ -76,8 +79,9 @@ struct ExperimentContext {
   Scale scale = Scale::kernelbench;
   Environment* env = nullptr;
   Progress progress;
-  /// "" or a language model's policy spec (endpoint:URL[,...]) that replaces the experiment's own
-  /// sampling policy.
+  /// "" (the schedule policy) or a language model's policy spec: lm:MODEL[,...] (in the process:
+  /// every experiment trains and samples it) or endpoint:URL[,...] (served: the sampling
+  /// experiments only).
   std::string policy_spec;
   /// A samples.csv given with --samples (e.g. from `kbrl sample`) that selection and
   /// length_control read instead of best_of_n's; "" = best_of_n's.
@@ -88,16 +92,24 @@ struct ExperimentContext {
   /// names.
   std::string env_flag = "evaluator";
 
-  /// Is a language model the policy (--policy endpoint:...)?
+  /// Is a language model the policy (--policy lm:... or endpoint:...)?
   bool language_model() const { return !policy_spec.empty(); }
-  /// The language model's policy; its server responses are kept in dir/endpoint_responses.jsonl.
-  std::unique_ptr<Policy> model_policy() const;
+  /// Is it a served model (endpoint:...), which samples but cannot be trained here?
+  bool served_model() const;
+  /// The served model's policy; its server responses are kept in dir/endpoint_responses.jsonl.
+  std::unique_ptr<Policy> served_policy() const;
+  /// The policy the experiment trains, untrained: the schedule policy or the language model of
+  /// --policy lm:... (InputError for a served model).
+  std::unique_ptr<TrainablePolicy> new_policy() const;
+  /// `stage` ("untrained", "sft", "rlvr", "ttt") prefixed by the policy kind: schedule_rlvr or lm_rlvr
+  /// (the CSVs' policy column; settings.json names the model).
+  std::string policy_label(const std::string& stage) const;
 
   /// Where another experiment writes; throws InputError naming the experiment to run first when
   /// `file` under it does not exist.
   std::filesystem::path input(const std::string& experiment, const std::string& file) const;
-  /// A schedule policy loaded from a checkpoint (base weights), on the CPU.
-  std::unique_ptr<SchedulePolicy> load_policy(const std::filesystem::path& checkpoint) const;
+  /// new_policy() with the base weights of a checkpoint that base_policy wrote.
+  std::unique_ptr<TrainablePolicy> load_policy(const std::filesystem::path& checkpoint) const;
   /// The RLVR checkpoint of base_policy (the starting point of search and adaptation).
   std::filesystem::path base_checkpoint() const { return input("base_policy", "checkpoints/final.pt"); }
   /// The SFT-only checkpoint of base_policy (TTT without RLVR).
@@ -115,11 +127,11 @@ struct Experiment {
   std::string reproduces;   // the report table or figure
   std::vector<std::string> needs;  // experiments whose outputs it reads
   std::function<void(ExperimentContext&)> run;
-  bool takes_model_policy = false;  // runs with --policy endpoint:... (samples only, no training)
+  bool takes_served_model = false;  // runs with --policy endpoint:... (samples only, no training)
 };
 
 /// The names of the experiments that take --policy endpoint:...
-std::vector<std::string> model_policy_experiments();
+std::vector<std::string> served_model_experiments();
 
 /// Every experiment, in an order that satisfies `needs`.
 const std::vector<Experiment>& experiments();

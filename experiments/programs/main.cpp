@@ -35,8 +35,9 @@ struct Options {
   std::string mode = "fast";
   std::string tolerance = "strict";
   std::string inputs = "robust";
+  std::string reward = "speedup";
   std::string scale;  // default: kernelbench (evaluator) or small (synthetic)
-  std::string policy;  // "" = the experiment's own policies; endpoint:URL[,...] or lm:MODEL[,...] = a language model
+  std::string policy;  // "" = the schedule policy; lm:MODEL[,...] or endpoint:URL[,...] = a language model
   std::string arch;    // NVRTC target; without a GPU, compile only for it
   std::string samples;  // a samples.csv for selection and length_control (default: best_of_n's)
   bool list = false;
@@ -97,6 +98,7 @@ int run(const Options& o) {
   parse_timing_mode(o.mode);
   parse_tolerance(o.tolerance);
   parse_input_checks(o.inputs);
+  parse_reward_kind(o.reward);
   ctx.policy_spec = o.policy;
   if (!o.samples.empty()) {
     KBRL_CHECK_INPUT(experiment.name == "selection" || experiment.name == "length_control",
@@ -106,14 +108,15 @@ int run(const Options& o) {
   }
   if (!o.policy.empty()) {
     KBRL_CHECK_INPUT(is_text_policy(o.policy),
-                     "--policy takes a language model, endpoint:URL[,model=NAME,...] or lm:MODEL[,...] (got '{}'); "
-                     "without it each experiment uses its own policies",
+                     "--policy takes a language model, lm:MODEL[,...] or endpoint:URL[,model=NAME,...] (got '{}'); "
+                     "without it each experiment uses the schedule policy",
                      o.policy);
-    KBRL_CHECK_INPUT(experiment.takes_model_policy,
-                     "{} trains or adapts the schedule policy of its own runs; a language model (--policy "
-                     "endpoint:... or lm:...) runs in: {} (train one with `kbrl train --policy lm:...`)",
-                     experiment.name, fmt::join(model_policy_experiments(), ", "));
+    KBRL_CHECK_INPUT(!is_endpoint_policy(o.policy) || experiment.takes_served_model,
+                     "{} trains its policy, and a served model (--policy endpoint:...) cannot be trained here: "
+                     "use --policy lm:MODEL (the model in this process), or run a served model in: {}",
+                     experiment.name, fmt::join(served_model_experiments(), ", "));
     KBRL_CHECK_INPUT(!synthetic, "--env synthetic scores knob configurations, not a language model's text");
+    ctx.budget = language_model_budget(ctx.budget);
   }
   ctx.scale = parse_scale(o.scale.empty() ? (synthetic ? "small" : "kernelbench") : o.scale);
   const auto start = std::chrono::steady_clock::now();
@@ -126,7 +129,9 @@ int run(const Options& o) {
   std::unique_ptr<RolloutLog> log;
   std::unique_ptr<Environment> env;
   if (synthetic) {
-    env = std::make_unique<SyntheticEnvironment>(20260301);
+    RewardConfig reward;
+    reward.kind = parse_reward_kind(o.reward);
+    env = std::make_unique<SyntheticEnvironment>(20260301, 0.5, reward);
   } else {
     std::string reason;
     const bool gpu = gpu_available(&reason);
@@ -143,6 +148,7 @@ int run(const Options& o) {
     flags.tolerance = o.tolerance;
     flags.inputs = o.inputs;
     flags.arch = o.arch;
+    flags.reward = o.reward;
     EvalSettings s = eval_settings(flags);
     s.compile_only = !gpu;
     ctx.compile_only = !gpu;
@@ -172,7 +178,7 @@ int run(const Options& o) {
                                {"env_requested", o.env},
                                {"scale", std::string(to_string(ctx.scale))},
                                {"mode", o.mode},               {"tolerance", o.tolerance},
-                               {"inputs", o.inputs},
+                               {"inputs", o.inputs},           {"reward", o.reward},
                                {"kbrl_version", std::string(kbrl_version())},
                                {"policy", o.policy},           {"arch", o.arch},
                                {"settings", budget_json(ctx.budget)}};
@@ -217,10 +223,16 @@ int main(int argc, char** argv) {
   app.add_option("--inputs", o.inputs,
                  "robust (KernelBench's inputs plus a stress trial) or kernelbench (KernelBench's only)")
       ->capture_default_str();
+  app.add_option("--reward", o.reward,
+                 "speedup (gated speedup), composite (the GRPO report's: compile, correctness and speedup "
+                 "terms; without a GPU only the compile term can be earned) or normalized")
+      ->capture_default_str();
   app.add_option("--scale", o.scale, "kernelbench or small (default: kernelbench; small with --env synthetic)");
   app.add_option("--policy", o.policy,
-                 "a language model, endpoint:URL[,model=NAME,...] or lm:MODEL[,key=value...], for policy_sweep, "
-                 "best_of_n, selection and length_control (default: each experiment's own policies)");
+                 "a language model as the policy: lm:MODEL[,key=value...] (in this process, every experiment; "
+                 "the reports' temperature 0.25, LoRA rank 16, lr 1e-5 at paper budget) or "
+                 "endpoint:URL[,model=NAME,...] (served: policy_sweep, best_of_n, selection and length_control). "
+                 "Default: the schedule policy");
   app.add_option("--samples", o.samples,
                  "selection and length_control: read this samples.csv (e.g. from kbrl sample) instead of "
                  "best_of_n's");
