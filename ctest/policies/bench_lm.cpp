@@ -18,6 +18,10 @@
 #include <policies/lm/lm_policy.h>
 #include <reference/task_registry.h>
 #include <torch/cuda.h>
+#if __has_include(<cuda_runtime_api.h>)
+#include <cuda_runtime_api.h>
+#endif
+#include <kbrl/splitmix64.h>
 
 #include "llm_testing.h"
 #include "lm_policy_testing.h"
@@ -88,6 +92,55 @@ void BM_TrainStepCpu(benchmark::State& state) { train_bench(state, cpu_policy().
 void BM_SampleGpu(benchmark::State& state) { sample_bench(state, gpu_policy().get(), static_cast<int>(state.range(0))); }
 void BM_TrainStepGpu(benchmark::State& state) { train_bench(state, gpu_policy().get()); }
 
+// Memory of a 1.5B model's GRPO step at the reports' sizes: Qwen2.5-1.5B's shapes (random weights,
+// bfloat16, the byte tokenizer padded to its 151,936-token vocabulary, so the task prompt is ~4x
+// longer in tokens than Qwen's own), LoRA rank 16 on every projection, one group of K = 64
+// completions of 1,024 tokens, micro-batches of 8. Arg: activation checkpointing on (1) or off (0).
+// `device_GiB` is the GPU memory in use after the step (total - free: the caching allocator keeps
+// what the step's peak needed); an out-of-memory step is reported as `oom` = 1.
+void BM_TrainStepGpu1p5B(benchmark::State& state) {
+#if __has_include(<cuda_runtime_api.h>)
+  if (!torch::cuda::is_available()) {
+    state.SkipWithError("no GPU visible");
+    return;
+  }
+  const bool checkpoint = state.range(0) != 0;
+  LmOptions o = parse_lm_spec(std::string("lm:random:qwen2.5-1.5b:1,shots=0,system=none,device=cuda,dtype=bfloat16,") +
+                              "micro_batch=8,checkpoint=" + (checkpoint ? "on" : "off"));
+  auto p = std::make_unique<LmPolicy>(std::move(o));
+  p->add_adapter({16, 32.0}, 1);
+  p->set_optimizer({.learning_rate = 1e-5});
+  std::vector<TrainItem> items(64);
+  uint64_t rng = 11;
+  for (size_t i = 0; i < items.size(); ++i) {
+    items[i].task = relu();
+    for (int t = 0; t < 1024; ++t) items[i].tokens.push_back(static_cast<int>(splitmix64(rng) % 256));
+    items[i].advantages.assign(items[i].tokens.size(), i % 2 ? 1.0 : -1.0);
+  }
+  int64_t tokens = 0;
+  bool oom = false;
+  for (auto _ : state) {
+    try {
+      tokens += p->update(items, UpdateConfig{}).tokens;
+    } catch (const std::exception& e) {
+      oom = std::string(e.what()).find("out of memory") != std::string::npos;
+      if (!oom) throw;
+    }
+  }
+  torch::cuda::synchronize();
+  size_t free = 0, total = 0;
+  cudaMemGetInfo(&free, &total);
+  state.counters["device_GiB"] = static_cast<double>(total - free) / (1u << 30);
+  state.counters["device_total_GiB"] = static_cast<double>(total) / (1u << 30);
+  state.counters["oom"] = oom ? 1.0 : 0.0;
+  state.counters["prompt_tokens"] = static_cast<double>(p->prompt_tokens(relu(), p->options().prompt).size());
+  state.counters["parameters_M"] = static_cast<double>(p->parameter_count(false)) / 1e6;
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
+#else
+  state.SkipWithError("built without the CUDA runtime headers");
+#endif
+}
+
 // Decoding alone: a 16-token prompt, kMaxTokens new tokens per completion, through LanguageModel.
 void BM_DecodeCpu(benchmark::State& state) {
   LmPolicy* p = cpu_policy().get();
@@ -149,6 +202,7 @@ BENCHMARK(BM_LlamaServerSample)->Args({kCompletions, 1})->Args({kCompletions, 0}
 BENCHMARK(BM_TrainStepCpu)->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
 BENCHMARK(BM_SampleGpu)->Arg(1)->Arg(kCompletions)->Arg(64)->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
 BENCHMARK(BM_TrainStepGpu)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
+BENCHMARK(BM_TrainStepGpu1p5B)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 
 }  // namespace
 }  // namespace kbrl::lm

@@ -12,6 +12,7 @@ kbrl_add_benchmark(NAME bench_lm SOURCES bench_lm.cpp LIBS kbrl::lm kbrl::refere
 if(TARGET bench_lm)
   target_compile_definitions(bench_lm PRIVATE KBRL_LLM_URL_FILE="${KBRL_LLM_STATE_DIR}/url")
   set_tests_properties(bench_lm PROPERTIES FIXTURES_REQUIRED llama_server)
+  target_link_libraries(bench_lm PRIVATE CUDA::cudart)  # cudaMemGetInfo: the 1.5B step's memory
 endif()
 # The parity test's second oracle: llama-server computing in float32 on the dequantized copy of the
 # same GGUF (`kbrl model f32`), float32 KV cache, no flash attention.

@@ -122,6 +122,34 @@ TEST(LmPolicy, OneGrpoStepRaisesThePositiveSampleAndLowersTheNegative) {
   EXPECT_LT(sum_of(after[1]), sum_of(before[1]));
 }
 
+// Activation checkpointing recomputes each layer in the backward pass: the same gradients (so the same
+// grad norm and the same adapter after each step) as keeping every activation, over steps where A,
+// B and the prompt's shared keys/values all carry gradient, with and without the KL term.
+TEST(LmPolicy, ActivationCheckpointingGivesTheSameUpdates) {
+  LmOptions plain = tiny(), checkpointed = tiny();
+  plain.checkpoint = "off";
+  checkpointed.checkpoint = "on";
+  checkpointed.micro_batch = plain.micro_batch = 2;  // two micro-batches: gradients accumulate
+  LmPolicy a(plain), b(checkpointed);
+  EXPECT_FALSE(a.activation_checkpointing());
+  EXPECT_TRUE(b.activation_checkpointing());
+  for (LmPolicy* p : {&a, &b}) {
+    p->add_adapter({4, 8.0}, 3);
+    p->set_optimizer({.learning_rate = 1e-2});
+  }
+  const auto samples = a.sample(relu(), 3, 1.0, 5);
+  const auto items = items_with(relu(), samples, {1.0, -0.5, -0.5});
+  for (double kl : {0.0, 0.1}) {
+    UpdateConfig config;
+    config.kl_coef = kl;
+    const UpdateStats sa = a.update(items, config), sb = b.update(items, config);
+    EXPECT_GT(sa.grad_norm, 0.0);
+    EXPECT_NEAR(sa.grad_norm, sb.grad_norm, 1e-5 * sa.grad_norm) << "kl " << kl;
+    EXPECT_NEAR(sa.loss, sb.loss, 1e-6) << "kl " << kl;
+    expect_near_rows(a.logprob(relu(), tokens_of(samples)), b.logprob(relu(), tokens_of(samples)), 1e-5);
+  }
+}
+
 TEST(LmPolicy, SftRaisesTheLikelihoodOfItsData) {
   LmPolicy p(tiny());
   p.add_adapter({8, 16.0}, 4);

@@ -141,7 +141,7 @@ KvCache LlamaNet::empty_cache(int64_t batch, int64_t capacity) const {
 }
 
 torch::Tensor LlamaNet::attention(const LlamaLayer& layer, const torch::Tensor& x, int64_t past, KvCache* cache,
-                                  int64_t index, const Prefix* prefix, Prefix* keep) {
+                                  int64_t index, const LayerPrefix& prefix, LayerKeep* keep) {
   const int64_t B = x.size(0), T = x.size(1), H = config_.heads, KV = config_.kv_heads, D = config_.head_dim;
   torch::Tensor q = layer.q(x).view({B, T, H, D}).transpose(1, 2);
   torch::Tensor k = layer.k(x).view({B, T, KV, D}).transpose(1, 2);
@@ -150,8 +150,8 @@ torch::Tensor LlamaNet::attention(const LlamaLayer& layer, const torch::Tensor& 
   q = (q.to(torch::kFloat32) * cos + rotate_half(q.to(torch::kFloat32)) * sin).to(dtype_);
   k = (k.to(torch::kFloat32) * cos + rotate_half(k.to(torch::kFloat32)) * sin).to(dtype_);
   if (keep) {
-    keep->k.push_back(k);
-    keep->v.push_back(v);
+    keep->k = k;
+    keep->v = v;
   }
   torch::Tensor keys = k, values = v;
   if (cache) {
@@ -159,9 +159,10 @@ torch::Tensor LlamaNet::attention(const LlamaLayer& layer, const torch::Tensor& 
     cache->v[index].narrow(2, past, T).copy_(v);
     keys = cache->k[index].narrow(2, 0, past + T);
     values = cache->v[index].narrow(2, 0, past + T);
-  } else if (prefix) {
-    keys = torch::cat({prefix->k[index].expand({B, KV, prefix->length, D}), k}, 2);
-    values = torch::cat({prefix->v[index].expand({B, KV, prefix->length, D}), v}, 2);
+  } else if (prefix.k.defined()) {
+    const int64_t P = prefix.k.size(2);
+    keys = torch::cat({prefix.k.expand({B, KV, P, D}), k}, 2);
+    values = torch::cat({prefix.v.expand({B, KV, P, D}), v}, 2);
   }
   // Grouped-query attention without copying keys: the G query heads of a key/value head are stacked
   // as rows, [B, KV, G*T, D] against [B, KV, S, D] (a cache view is used as it is).
@@ -180,18 +181,121 @@ torch::Tensor LlamaNet::attention(const LlamaLayer& layer, const torch::Tensor& 
   return layer.o(out);
 }
 
+torch::Tensor LlamaNet::layer_forward(size_t index, torch::Tensor x, int64_t past, KvCache* cache,
+                                      const LayerPrefix& prefix, LayerKeep* keep) {
+  const LlamaLayer& layer = layers_[index];
+  x = x + attention(layer, rms_norm(x, layer.attn_norm, config_.rms_eps), past, cache, static_cast<int64_t>(index),
+                    prefix, keep);
+  const torch::Tensor h = rms_norm(x, layer.ffn_norm, config_.rms_eps);
+  return x + layer.down(torch::silu(layer.gate(h)) * layer.up(h));
+}
+
+namespace {
+
+// Activation checkpointing of one decoder layer (reentrant, as torch.utils.checkpoint's original
+// form): the forward keeps only the layer's inputs; the backward runs the layer again with autograd
+// on and back-propagates through it, which accumulates the adapters' gradients directly. Inputs: the
+// hidden states, then the shared prompt's keys and values for this layer (undefined when none).
+// Outputs: the hidden states, then this layer's keys and values when `keep`. (An absent prefix or
+// kept tensor is an empty tensor: autograd functions take and give defined tensors.)
+struct LayerCall {
+  LlamaNet* net = nullptr;
+  size_t index = 0;
+  int64_t past = 0;
+  bool keep = false;
+};
+
+std::vector<torch::Tensor> run_layer(const LayerCall& call, const torch::Tensor& x, const torch::Tensor& pk,
+                                     const torch::Tensor& pv) {
+  LlamaNet::LayerKeep kept;
+  const bool prefix = pk.defined() && pk.numel() > 0;
+  torch::Tensor y = call.net->layer_forward(call.index, x, call.past, nullptr,
+                                            prefix ? LlamaNet::LayerPrefix{pk, pv} : LlamaNet::LayerPrefix{},
+                                            call.keep ? &kept : nullptr);
+  return {y, kept.k, kept.v};
+}
+
+class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
+ public:
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, LayerCall call,
+                                                const torch::Tensor& x, const torch::Tensor& pk,
+                                                const torch::Tensor& pv) {
+    ctx->saved_data["net"] = reinterpret_cast<int64_t>(call.net);
+    ctx->saved_data["index"] = static_cast<int64_t>(call.index);
+    ctx->saved_data["past"] = call.past;
+    ctx->saved_data["keep"] = call.keep;
+    ctx->saved_data["prefix"] = pk.numel() > 0;
+    ctx->save_for_backward(pk.numel() > 0 ? torch::autograd::variable_list{x, pk, pv} : torch::autograd::variable_list{x});
+    std::vector<torch::Tensor> out = run_layer(call, x, pk, pv);
+    if (!call.keep) {  // outputs must be tensors: empty stand-ins, marked non-differentiable
+      out[1] = torch::empty({0}, x.options());
+      out[2] = torch::empty({0}, x.options());
+      ctx->mark_non_differentiable({out[1], out[2]});
+    }
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    LayerCall call;
+    call.net = reinterpret_cast<LlamaNet*>(ctx->saved_data["net"].toInt());
+    call.index = static_cast<size_t>(ctx->saved_data["index"].toInt());
+    call.past = ctx->saved_data["past"].toInt();
+    call.keep = ctx->saved_data["keep"].toBool();
+    const bool has_prefix = ctx->saved_data["prefix"].toBool();
+    const torch::autograd::variable_list saved = ctx->get_saved_variables();
+    // Detached copies that require grad: the recomputed graph ends at them.
+    std::vector<torch::Tensor> in;
+    for (const torch::Tensor& t : saved) in.push_back(t.detach().requires_grad_(true));
+    torch::autograd::variable_list outputs, output_grads;
+    {
+      torch::AutoGradMode enable(true);
+      const std::vector<torch::Tensor> out =
+          run_layer(call, in[0], has_prefix ? in[1] : torch::Tensor(), has_prefix ? in[2] : torch::Tensor());
+      for (size_t i = 0; i < out.size(); ++i)
+        if (out[i].defined() && out[i].requires_grad() && i < grads.size() && grads[i].defined()) {
+          outputs.push_back(out[i]);
+          output_grads.push_back(grads[i]);
+        }
+    }
+    if (!outputs.empty()) torch::autograd::backward(outputs, output_grads);
+    auto grad_of = [](const torch::Tensor& t) { return t.grad().defined() ? t.grad() : torch::zeros_like(t); };
+    return {torch::Tensor(), grad_of(in[0]), has_prefix ? grad_of(in[1]) : torch::Tensor(),
+            has_prefix ? grad_of(in[2]) : torch::Tensor()};  // no gradient for the empty stand-ins
+  }
+};
+
+}  // namespace
+
 torch::Tensor LlamaNet::forward(const torch::Tensor& ids, int64_t past, KvCache* cache, const Prefix* prefix,
                                 Prefix* keep) {
   const int64_t B = ids.size(0), T = ids.size(1);
   KBRL_CHECK_INPUT(past + T <= config_.context_length, "{} tokens exceed the model's context of {}", past + T,
                    config_.context_length);
   torch::Tensor x = embed_.index_select(0, ids.reshape({-1})).view({B, T, config_.hidden});
+  const bool checkpoint = checkpointing_ && cache == nullptr && torch::GradMode::is_enabled();
+  // The layers' adapters are hidden inputs of a checkpointed layer: its output requires grad only if
+  // an input does, so the embeddings (frozen) are made to.
+  if (checkpoint && !x.requires_grad()) x = x.detach().requires_grad_(true);
   for (size_t l = 0; l < layers_.size(); ++l) {
-    const LlamaLayer& layer = layers_[l];
-    x = x + attention(layer, rms_norm(x, layer.attn_norm, config_.rms_eps), past, cache, static_cast<int64_t>(l),
-                      prefix, keep);
-    const torch::Tensor h = rms_norm(x, layer.ffn_norm, config_.rms_eps);
-    x = x + layer.down(torch::silu(layer.gate(h)) * layer.up(h));
+    const LayerPrefix lp = prefix ? LayerPrefix{prefix->k[l], prefix->v[l]} : LayerPrefix{};
+    if (checkpoint) {
+      const torch::Tensor none = torch::empty({0}, x.options());
+      const auto out = CheckpointedLayer::apply(LayerCall{this, l, past, keep != nullptr}, x,
+                                                prefix ? lp.k : none, prefix ? lp.v : none);
+      x = out[0];
+      if (keep) {
+        keep->k.push_back(out[1]);
+        keep->v.push_back(out[2]);
+      }
+    } else {
+      LayerKeep kept;
+      x = layer_forward(l, x, past, cache, lp, keep ? &kept : nullptr);
+      if (keep) {
+        keep->k.push_back(kept.k);
+        keep->v.push_back(kept.v);
+      }
+    }
   }
   if (keep) keep->length = past + T;
   return rms_norm(x, norm_, config_.rms_eps);

@@ -58,6 +58,21 @@ class LlamaNet {
   };
   torch::Tensor forward(const torch::Tensor& ids, int64_t past, KvCache* cache, const Prefix* prefix = nullptr,
                         Prefix* keep = nullptr);
+  /// One layer's prompt keys/values (undefined: none) and what it keeps of its own.
+  struct LayerPrefix {
+    torch::Tensor k, v;  // [1, kv_heads, P, head_dim]
+  };
+  struct LayerKeep {
+    torch::Tensor k, v;
+  };
+  /// Layer `index` of forward(): hidden states in, hidden states out.
+  torch::Tensor layer_forward(size_t index, torch::Tensor x, int64_t past, KvCache* cache, const LayerPrefix& prefix,
+                              LayerKeep* keep);
+  /// Activation checkpointing: a forward with gradients and no cache keeps only each layer's inputs
+  /// and recomputes the layer in the backward pass (memory of one layer's activations instead of
+  /// all of them, for about a third more compute).
+  void set_checkpointing(bool on) { checkpointing_ = on; }
+  bool checkpointing() const { return checkpointing_; }
   /// Logits (float32) of hidden states [..., hidden] -> [..., vocab].
   torch::Tensor logits(const torch::Tensor& hidden) const;
 
@@ -73,7 +88,7 @@ class LlamaNet {
  private:
   void init_rope();
   torch::Tensor attention(const LlamaLayer& layer, const torch::Tensor& x, int64_t past, KvCache* cache,
-                          int64_t index, const Prefix* prefix, Prefix* keep);
+                          int64_t index, const LayerPrefix& prefix, LayerKeep* keep);
 
   LlamaConfig config_;
   torch::Device device_;
@@ -81,6 +96,7 @@ class LlamaNet {
   torch::Tensor embed_, norm_, lm_head_;  // lm_head_ undefined when tied
   std::vector<LlamaLayer> layers_;
   torch::Tensor rope_cos_, rope_sin_;  // [context, head_dim] float32
+  bool checkpointing_ = false;
 };
 
 }  // namespace kbrl::lm

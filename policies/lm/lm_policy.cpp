@@ -12,28 +12,57 @@
 namespace kbrl::lm {
 namespace {
 
-constexpr std::string_view kKeys = "device, dtype, max_tokens, top_p, style, shots, system, targets, micro_batch";
+constexpr std::string_view kKeys =
+    "device, dtype, max_tokens, top_p, style, shots, system, targets, micro_batch, checkpoint";
 const std::vector<std::string> kTargets = {"q", "k", "v", "o", "gate", "up", "down"};
 
 // "random:<layers>x<hidden>[:seed]": a Llama-shaped model with random weights and a byte-level
-// tokenizer (for plumbing and throughput where no model file can travel).
+// tokenizer (for plumbing and throughput where no model file can travel). "random:qwen2.5-1.5b[:seed]":
+// Qwen2.5-1.5B's exact shapes (28 layers, hidden 1536, 12 heads of 128, 2 key/value heads, MLP 8960,
+// q/k/v biases, tied 151,936-token vocabulary: the byte tokenizer padded with unused tokens), for
+// measuring what a 1.5B model needs where its weights cannot travel.
 LanguageModel random_model(const std::string& spec, const ModelOptions& options) {
-  int layers = 0, hidden = 0;
-  unsigned long long seed = 0;
-  const int got = std::sscanf(spec.c_str(), "random:%dx%d:%llu", &layers, &hidden, &seed);
-  KBRL_CHECK_INPUT(got >= 2 && layers >= 1 && layers <= 64 && hidden >= 64 && hidden % 64 == 0 && hidden <= 8192,
-                   "random model '{}': expected random:<layers>x<hidden>[:seed], hidden a multiple of 64", spec);
+  constexpr std::string_view kQwen = "random:qwen2.5-1.5b";
   LlamaConfig c;
-  c.layers = layers;
-  c.hidden = hidden;
-  c.heads = hidden / 64;
-  c.kv_heads = c.heads % 3 == 0 ? c.heads / 3 : c.heads;
-  c.head_dim = 64;
-  c.intermediate = (hidden * 8 / 3 + 63) / 64 * 64;
-  c.context_length = 8192;
-  c.tied_embeddings = false;  // see LlamaNet's random constructor
+  unsigned long long seed = 0;
   TokenizerData t = byte_tokenizer_data();
-  c.vocab_size = static_cast<int64_t>(t.tokens.size());
+  if (spec.rfind(kQwen, 0) == 0) {
+    const std::string rest = spec.substr(kQwen.size());
+    KBRL_CHECK_INPUT(rest.empty() || std::sscanf(rest.c_str(), ":%llu", &seed) == 1,
+                     "random model '{}': expected random:qwen2.5-1.5b[:seed]", spec);
+    c.architecture = "qwen2";
+    c.layers = 28;
+    c.hidden = 1536;
+    c.heads = 12;
+    c.kv_heads = 2;
+    c.head_dim = 128;
+    c.intermediate = 8960;
+    c.rope_theta = 1000000.0;
+    c.rms_eps = 1e-6;
+    c.attention_bias = true;
+    c.tied_embeddings = true;
+    c.vocab_size = 151936;
+    for (int64_t i = static_cast<int64_t>(t.tokens.size()); i < c.vocab_size; ++i) {
+      t.tokens.push_back(fmt::format("<|unused_{}|>", i));
+      t.token_types.push_back(5);
+    }
+  } else {
+    int layers = 0, hidden = 0;
+    const int got = std::sscanf(spec.c_str(), "random:%dx%d:%llu", &layers, &hidden, &seed);
+    KBRL_CHECK_INPUT(got >= 2 && layers >= 1 && layers <= 64 && hidden >= 64 && hidden % 64 == 0 && hidden <= 8192,
+                     "random model '{}': expected random:<layers>x<hidden>[:seed] (hidden a multiple of 64) or "
+                     "random:qwen2.5-1.5b[:seed]",
+                     spec);
+    c.layers = layers;
+    c.hidden = hidden;
+    c.heads = hidden / 64;
+    c.kv_heads = c.heads % 3 == 0 ? c.heads / 3 : c.heads;
+    c.head_dim = 64;
+    c.intermediate = (hidden * 8 / 3 + 63) / 64 * 64;
+    c.tied_embeddings = false;  // see LlamaNet's random constructor
+    c.vocab_size = static_cast<int64_t>(t.tokens.size());
+  }
+  c.context_length = 8192;
   ChatTemplate chat;
   chat.family = ChatFamily::chatml;
   return LanguageModel(c, std::move(t), chat, seed, options);
@@ -90,6 +119,9 @@ LmOptions parse_lm_spec(std::string_view spec) {
       KBRL_CHECK_INPUT(!o.lora_targets.empty(), "policy spec: targets= names no projection");
     } else if (key == "micro_batch") {
       o.micro_batch = parse_spec_int(key, value, 1, 4096);
+    } else if (key == "checkpoint") {
+      KBRL_CHECK_INPUT(value == "on" || value == "off", "policy spec: checkpoint={} (expected on or off)", value);
+      o.checkpoint = value;
     } else {
       throw InputError(fmt::format("policy spec '{}': unknown key '{}' (valid keys: {})", spec, key, kKeys));
     }
@@ -128,9 +160,13 @@ LmPolicy::LmPolicy(LmOptions options) : options_(std::move(options)) {
                         ? random_model(options_.model, options_.model_options)
                         : LanguageModel(read_model_file(options_.model), options_.model_options);
   impl_ = std::make_unique<Impl>(std::move(m));
+  impl_->model.net().set_checkpointing(options_.checkpoint == "on" ||
+                                       (options_.checkpoint.empty() && options_.model_options.device != "cpu"));
 }
 
 LmPolicy::~LmPolicy() = default;
+
+bool LmPolicy::activation_checkpointing() const { return impl_->model.net().checkpointing(); }
 
 std::string LmPolicy::name() const { return "lm:" + impl_->model.name(); }
 LanguageModel& LmPolicy::model() { return impl_->model; }

@@ -29,11 +29,13 @@ struct LmOptions {
   PromptOptions prompt;
   std::vector<std::string> lora_targets = {"q", "k", "v", "o", "gate", "up", "down"};
   int micro_batch = 8;  // completions per forward/backward pass in update()
+  std::string checkpoint;  // activation checkpointing in update(): on, off, "" = on for a GPU, off on a CPU
 };
 
 /// `lm:<model>[,key=value...]`, keys: device (cpu|cuda[:N]), dtype (float32|bfloat16),
 /// max_tokens, top_p, style, shots, system (as the endpoint spec), targets (q+k+v+o+gate+up+down,
-/// any subset joined by '+'), micro_batch. InputError naming the bad part and the valid keys.
+/// any subset joined by '+'), micro_batch, checkpoint (on|off: activation checkpointing in the
+/// update; default on for a GPU, off on a CPU). InputError naming the bad part and the valid keys.
 LmOptions parse_lm_spec(std::string_view spec);
 /// Does the policy name start with "lm:"?
 bool is_lm_spec(std::string_view name);
@@ -76,6 +78,8 @@ class LmPolicy final : public TrainablePolicy {
   void restore_adapter(const std::string& state) override;
 
   const LmOptions& options() const { return options_; }
+  /// Does update() recompute each layer in the backward pass (the spec's checkpoint)?
+  bool activation_checkpointing() const;
   LanguageModel& model();
   /// The token ids of the task's prompt as the model reads it (chat template applied).
   std::vector<int> prompt_tokens(const TaskSpec& task, const PromptOptions& prompt);
