@@ -29,7 +29,7 @@ using testing::run_output;
 TEST(ExperimentProgramsLm, EveryExperimentTrainsAndSamplesALanguageModel) {
   const fs::path results = fs::temp_directory_path() / ("kbrl-test-experiments-lm-" + std::to_string(::getpid()));
   fs::remove_all(results);
-  const std::string model = "lm:random:1x64:1,max_tokens=8,shots=0";
+  const std::string model = "lm:random:1x64:1,max_tokens=8,shots=0,system=none";
   const std::string flags = " --budget tiny --arch sm_90 --reward composite --policy " + model + " --results " +
                             results.string();
   const std::vector<std::string> order = {"base_policy", "policy_sweep", "best_of_n", "selection",
