@@ -197,7 +197,7 @@ void add_sweep_command(CLI::App& app) {
                   "always includes the expert's (0: all)")
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "the sample's seed (splitmix64)")->capture_default_str();
-  cmd->add_option("--log", o->log_path, "the evaluator's rollout log (JSONL; a rerun skips what it holds)");
+  cmd->add_option("--log", o->log_path, "the evaluator's rollout log (JSONL; a rerun takes what it holds from it and evaluates nothing twice)");
   add_out_flags(cmd, o->out, "continue the sweep --out holds: append to its CSVs, skipping the tasks "
                              "sweep_tasks.csv already has");
   cmd->callback([o] { run_sweep(*o); });

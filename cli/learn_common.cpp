@@ -46,7 +46,7 @@ EnvHandle make_env(const CommonOptions& o, Scale scale) {
     h.log = std::make_unique<RolloutLog>(o.log_path);
     h.evaluator->attach_log(h.log.get());
   }
-  h.env = std::make_unique<EvaluatorEnvironment>(*h.evaluator, o.log_path);
+  h.env = std::make_unique<EvaluatorEnvironment>(*h.evaluator);  // logged candidates come back from the log
   return h;
 }
 
@@ -98,7 +98,7 @@ void add_common_options(CLI::App* cmd, CommonOptions& o,
       "--scale", [&o](const std::string& s) { o.eval.scale = s; o.scale_given = true; },
       "kernelbench or small (default: the config's, else kernelbench)");
   add_eval_flags(cmd, o.eval);
-  cmd->add_option("--log", o.log_path, "the evaluator's rollout log (JSONL; a resumed run skips what it holds)");
+  cmd->add_option("--log", o.log_path, "the evaluator's rollout log (JSONL; a rerun takes what it holds from it and evaluates nothing twice)");
   add_out_flags(cmd, o.out, resume_help);
 }
 

@@ -38,11 +38,7 @@ bool unsafe(const Config& c) {
 
 }  // namespace
 
-EvaluatorEnvironment::EvaluatorEnvironment(Evaluator& evaluator, const std::filesystem::path& resume_from)
-    : evaluator_(evaluator) {
-  if (!resume_from.empty() && std::filesystem::exists(resume_from))
-    for (EvalRecord& r : read_rollout_log(resume_from)) memo_.emplace(r.key, std::move(r));
-}
+EvaluatorEnvironment::EvaluatorEnvironment(Evaluator& evaluator) : evaluator_(evaluator) {}
 
 std::vector<Rollout> EvaluatorEnvironment::evaluate(const TaskSpec& task,
                                                     const std::vector<Sample>& samples,
@@ -70,8 +66,11 @@ std::vector<Rollout> EvaluatorEnvironment::evaluate(const TaskSpec& task,
       todo_actions.emplace_back(raw, info);
     }
   }
-  if (!todo.empty())
-    for (EvalRecord& r : evaluator_.evaluate_all(todo, policy, todo_actions)) memo_[r.key] = std::move(r);
+  if (!todo.empty()) {
+    std::vector<EvalRecord> records = evaluator_.evaluate_all(todo, policy, todo_actions);
+    KBRL_ASSERT(records.size() == todo.size(), "{} records for {} candidates", records.size(), todo.size());
+    for (EvalRecord& r : records) memo_[r.key] = std::move(r);
+  }
   std::vector<Rollout> out;
   for (size_t i = 0; i < samples.size(); ++i) {
     auto it = memo_.find(keys[i]);

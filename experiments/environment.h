@@ -59,11 +59,12 @@ class Environment {
 /// configuration sampled again reuses its first record (its timing included), so a run spends GPU
 /// time on distinct kernels only; rollouts still count every sample, and a reused sample keeps the
 /// record's speedup and interval, so its fast and significantly fast classification. Records are
-/// appended to the evaluator's attached rollout log once per distinct candidate; `resume_from` (that
-/// log's path) preloads the records of an interrupted run so they are not evaluated again.
+/// appended to the evaluator's attached rollout log once per distinct candidate; a candidate already
+/// in that log (an interrupted run's) gets its logged record back from evaluate_all, so a rerun
+/// with the same log evaluates nothing twice.
 class EvaluatorEnvironment final : public Environment {
  public:
-  explicit EvaluatorEnvironment(Evaluator& evaluator, const std::filesystem::path& resume_from = {});
+  explicit EvaluatorEnvironment(Evaluator& evaluator);
   std::string name() const override { return "evaluator"; }
   std::vector<Rollout> evaluate(const TaskSpec& task, const std::vector<Sample>& samples,
                                 const std::string& policy) override;

@@ -190,7 +190,10 @@ std::string Evaluator::format_error_key(int task_id, const std::string& raw_acti
 EvalRecord Evaluator::format_error(int task_id, const std::string& raw_action, const ActionInfo& action,
                                    const std::string& detail, const std::optional<std::string>& policy) {
   const TaskSpec spec = task_spec(task_id, settings_.scale);
-  EvalRecord record = new_record(spec, format_error_key(task_id, raw_action), raw_action, action, policy);
+  const std::string key = format_error_key(task_id, raw_action);
+  if (log_)
+    if (std::optional<EvalRecord> logged = log_->find(key)) return std::move(*logged);  // resume
+  EvalRecord record = new_record(spec, key, raw_action, action, policy);
   record.candidate.task_id = spec.id;
   record.outcome = Outcome::format_error;
   record.outcome_detail = detail;
@@ -222,21 +225,34 @@ std::vector<EvalRecord> Evaluator::evaluate_all(const std::vector<KeyedCandidate
     impl_->pool = std::make_unique<CompilePool>(settings_.compile_threads, impl_->compile_options,
                                                 impl_->cache.get());
   }
+  // One record per candidate, in order: logged ones from the log (resume), each distinct key
+  // evaluated once (a repeat gets the first one's record).
+  std::vector<std::optional<EvalRecord>> out(candidates.size());
   std::vector<size_t> todo;
+  std::map<std::string, size_t> first_of;  // key -> index of its first candidate
   std::vector<std::future<CompileResult>> compiles;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    if (log_ && log_->contains(candidates[i].key)) continue;
+    if (log_) {
+      if (std::optional<EvalRecord> logged = log_->find(candidates[i].key)) {
+        out[i] = std::move(logged);
+        continue;
+      }
+    }
+    if (!first_of.emplace(candidates[i].key, i).second) continue;
     todo.push_back(i);
     compiles.push_back(impl_->pool->submit(candidates[i].candidate));
   }
-  std::vector<EvalRecord> records;
   for (size_t k = 0; k < todo.size(); ++k) {
     const KeyedCandidate& c = candidates[todo[k]];
     const TaskSpec& spec = specs.at(c.candidate.task_id);
-    records.push_back(actions.empty() ? finish(spec, c, compiles[k].get(), {}, policy)
-                                      : finish(spec, c, compiles[k].get(), actions[todo[k]].first, policy,
-                                               actions[todo[k]].second));
+    out[todo[k]] = actions.empty() ? finish(spec, c, compiles[k].get(), {}, policy)
+                                   : finish(spec, c, compiles[k].get(), actions[todo[k]].first, policy,
+                                            actions[todo[k]].second);
   }
+  std::vector<EvalRecord> records;
+  records.reserve(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i)
+    records.push_back(out[i] ? *out[i] : *out[first_of.at(candidates[i].key)]);
   return records;
 }
 

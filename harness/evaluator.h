@@ -89,9 +89,11 @@ class Evaluator {
                       const std::optional<std::string>& policy = std::nullopt, const ActionInfo& action = {});
 
   /// Evaluates many: compiles them all on the thread pool, then checks and times them one by one.
-  /// Candidates whose record is already in the attached log are skipped (resume). `actions`, when
-  /// given, holds each candidate's raw action and action info for its record (same length). Each
-  /// candidate is hashed once (its key) and each task's spec looked up once.
+  /// Returns one record per candidate, in order: a candidate whose record is already in the
+  /// attached log gets that record (resume: nothing is evaluated or logged again), and candidates
+  /// with the same key are evaluated once. `actions`, when given, holds each candidate's raw action
+  /// and action info for its record (same length). Each candidate is hashed once (its key) and each
+  /// task's spec looked up once.
   std::vector<EvalRecord> evaluate_all(const std::vector<KeyedCandidate>& candidates,
                                        const std::optional<std::string>& policy = std::nullopt,
                                        const std::vector<std::pair<std::string, ActionInfo>>& actions = {});
@@ -102,7 +104,7 @@ class Evaluator {
 
   /// The record of a text action that yielded no candidate (kernels/action.h's realize):
   /// Outcome::format_error with `detail`, the reward of an uncompiled candidate, keyed by the raw
-  /// text; appended to the attached log like any other record.
+  /// text; appended to the attached log like any other record (or taken from it when logged).
   EvalRecord format_error(int task_id, const std::string& raw_action, const ActionInfo& action,
                           const std::string& detail, const std::optional<std::string>& policy = std::nullopt);
   /// The key format_error() gives such a record.

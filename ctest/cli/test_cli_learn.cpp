@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <string>
@@ -20,6 +21,7 @@
 #include <experiments/run_setup.h>
 #include <experiments/schemas.h>
 #include <harness/gpu/gpu_session.h>
+#include <harness/record/rollout_log.h>
 #include <kernels/generator.h>
 
 namespace kbrl::testing {
@@ -75,6 +77,31 @@ TEST(CliLearn, TrainWritesStepsAndCheckpoints) {
   ASSERT_EQ(steps2.rows.size(), 1u);
   EXPECT_EQ(steps2.rows[0].at("run"), "from_file");
   EXPECT_EQ(steps2.rows[0].at("rollouts"), "3");
+}
+
+// A rerun of `kbrl train --log L` with the same log and seed takes every record from the log: it
+// finishes with the same steps and appends nothing (it used to stop with "no record for sample 0").
+TEST(CliLearn, TrainRerunWithTheSameLogEvaluatesNothingTwice) {
+  const fs::path dir = scratch("train-log");
+  const std::string log = (dir / "rollouts.jsonl").string();
+  const std::string args = "train --arch sm_90 --task 19,21 --steps 2 --tasks-per-batch 2 --group-size 3 --seed 5 "
+                           "--checkpoint-every 0 --log " + log + " --out ";
+  auto r = run_cli(args + (dir / "a").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto count_lines = [&] {
+    std::ifstream in(log);
+    return std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n');
+  };
+  const auto lines = count_lines();
+  EXPECT_GT(lines, 0);
+  r = run_cli(args + (dir / "b").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(count_lines(), lines);
+  const Csv a = read_csv(dir / "a" / "steps.csv"), b = read_csv(dir / "b" / "steps.csv");
+  ASSERT_EQ(a.rows.size(), b.rows.size());
+  for (size_t i = 0; i < a.rows.size(); ++i)
+    for (const char* column : {"rollouts", "compiled_rate", "mean_reward", "format_rate"})
+      EXPECT_EQ(a.rows[i].at(column), b.rows[i].at(column)) << "step " << i << " " << column;
 }
 
 TEST(CliLearn, TrainEvaluatesEveryTaskOnSchedule) {
@@ -384,6 +411,16 @@ TEST(CliLearn, SweepNeedsAGpu) {
   EXPECT_EQ(tasks.header, schemas::sweep_tasks().header());
   ASSERT_EQ(tasks.rows.size(), 1u);
   EXPECT_EQ(tasks.rows[0].at("evaluated"), "3");
+  // A rerun with the same --log answers every configuration from the log and appends nothing.
+  const std::string log = (dir / "rollouts.jsonl").string();
+  r = run_cli("sweep --task 19 --scale small --max-configs 3 --seed 7 --log " + log + " --out " + (dir / "a").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto logged = read_rollout_log(log).size();
+  EXPECT_EQ(logged, 3u);
+  r = run_cli("sweep --task 19 --scale small --max-configs 3 --seed 7 --log " + log + " --out " + (dir / "b").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(read_rollout_log(log).size(), logged);
+  EXPECT_EQ(read_csv(dir / "b" / "sweep_configs.csv").rows.size(), 3u);
 }
 
 }  // namespace

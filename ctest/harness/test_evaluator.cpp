@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include <unistd.h>
+
 #include <kbrl/error.h>
 
 #include <harness/evaluator.h>
@@ -93,6 +95,55 @@ TEST(Evaluator, CompileOnlyRecordsNotRunWithoutStartingAWorker) {
   EXPECT_EQ(evaluator.worker_starts(), 0);
   s.arch.clear();
   EXPECT_THROW(Evaluator{s}, InputError);  // compiling without a GPU needs --arch
+}
+
+// One resume path: evaluate_all returns one record per candidate in order, a repeated candidate is
+// evaluated once, and a rerun with the same log takes every record from it (nothing evaluated or
+// logged again); format-error records the same.
+TEST(Evaluator, EvaluateAllAnswersEveryCandidateAndARerunTakesTheLog) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("kbrl-test-resume-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  EvalSettings s = cpu_settings();
+  s.compile_only = true;
+  s.worker_program = "/nonexistent/kbrl";
+  const std::vector<Candidate> batch = {relu_candidate(), broken_candidate(), relu_candidate()};
+  std::vector<EvalRecord> first;
+  {
+    RolloutLog log(dir / "log.jsonl");
+    Evaluator evaluator(s);
+    evaluator.attach_log(&log);
+    first = evaluator.evaluate_all(batch, "unit-test");
+    ASSERT_EQ(first.size(), 3u);
+    EXPECT_EQ(first[0].outcome, Outcome::not_run);
+    EXPECT_EQ(first[1].outcome, Outcome::compile_error);
+    EXPECT_EQ(first[2].key, first[0].key);
+    EXPECT_EQ(first[2].outcome, Outcome::not_run);
+    EXPECT_EQ(log.size(), 2u);  // the repeat was evaluated once
+    evaluator.format_error(19, "no code here", {}, "no code block");
+    EXPECT_EQ(log.size(), 3u);
+  }
+  RolloutLog log(dir / "log.jsonl");
+  Evaluator evaluator(s);
+  evaluator.attach_log(&log);
+  // Order changed, one new candidate: the logged ones come back as logged, only the new one runs.
+  Candidate other = relu_candidate();
+  other.source += "\n// another candidate\n";
+  const auto again = evaluator.evaluate_all({broken_candidate(), other, relu_candidate()}, "unit-test");
+  ASSERT_EQ(again.size(), 3u);
+  EXPECT_EQ(again[0].key, first[1].key);
+  EXPECT_EQ(again[0].timestamp, first[1].timestamp);  // the logged record, not a new evaluation
+  EXPECT_EQ(again[0].outcome_detail, first[1].outcome_detail);
+  EXPECT_EQ(again[2].key, first[0].key);
+  EXPECT_EQ(again[2].timestamp, first[0].timestamp);
+  EXPECT_NE(again[1].key, first[0].key);
+  EXPECT_EQ(again[1].outcome, Outcome::not_run);
+  EXPECT_EQ(log.size(), 4u);
+  const EvalRecord fe = evaluator.format_error(19, "no code here", {}, "no code block");
+  EXPECT_EQ(fe.outcome, Outcome::format_error);
+  EXPECT_EQ(log.size(), 4u);  // taken from the log
+  EXPECT_EQ(read_rollout_log(dir / "log.jsonl").size(), 4u);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Evaluator, PlansThatDoNotMatchTheCompiledKernelAreRefusedBeforeAnyLaunch) {

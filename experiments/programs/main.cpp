@@ -159,10 +159,9 @@ int run(const Options& o) {
     if (const char* w = std::getenv("KBRL_WORKER"); w == nullptr || *w == 0) s.worker_program = KBRL_CLI;
     evaluator = std::make_unique<Evaluator>(s);
     std::filesystem::create_directories(ctx.dir);
-    const auto log_path = ctx.dir / "rollouts.jsonl";
-    env = std::make_unique<EvaluatorEnvironment>(*evaluator, log_path);
-    log = std::make_unique<RolloutLog>(log_path);
+    log = std::make_unique<RolloutLog>(ctx.dir / "rollouts.jsonl");  // a rerun's records come back from it
     evaluator->attach_log(log.get());
+    env = std::make_unique<EvaluatorEnvironment>(*evaluator);
   }
   ctx.env = env.get();
   std::filesystem::create_directories(ctx.dir);

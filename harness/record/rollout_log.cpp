@@ -37,9 +37,11 @@ struct Scan {
   uintmax_t file_size = 0;
 };
 
-// Reads the log line by line, handing each record to `on_record`. A final line without a newline,
-// or a final line that is not a record, ends the good part; an earlier bad line throws.
-Scan scan_log(const std::filesystem::path& path, const std::function<void(EvalRecord&&)>& on_record) {
+// Reads the log line by line, handing each record and its line's place in the file to `on_record`. A
+// final line without a newline, or a final line that is not a record, ends the good part; an earlier
+// bad line throws.
+Scan scan_log(const std::filesystem::path& path,
+              const std::function<void(EvalRecord&&, uintmax_t offset, size_t length)>& on_record) {
   std::ifstream in(path, std::ios::binary);
   KBRL_CHECK_INPUT(in.good(), "cannot read rollout log {}", path.string());
   Scan scan;
@@ -54,7 +56,7 @@ Scan scan_log(const std::filesystem::path& path, const std::function<void(EvalRe
       throw InputError(fmt::format("{}:{}: not an evaluation record: {}", path.string(),
                                    line_number - 1, *bad_line));
     if (!terminated) break;  // torn by a kill: dropped
-    const uintmax_t line_end = offset + line.size() + 1;
+    const uintmax_t line_start = offset, line_end = offset + line.size() + 1;
     offset = line_end;
     if (line.empty()) {
       scan.good_end = line_end;
@@ -66,7 +68,7 @@ Scan scan_log(const std::filesystem::path& path, const std::function<void(EvalRe
       continue;
     }
     try {
-      on_record(record_from_json(j));
+      on_record(record_from_json(j), line_start, line.size());
     } catch (const InputError& e) {
       bad_line = e.what();
       continue;
@@ -106,8 +108,8 @@ RolloutLog::RolloutLog(std::filesystem::path path) : path_(std::move(path)) {
     throw_os(fmt::format("flock({})", path_.string()), err);
   }
   try {
-    const Scan scan = scan_log(path_, [this](EvalRecord&& record) {
-      keys_.insert(std::move(record.key));
+    const Scan scan = scan_log(path_, [this](EvalRecord&& record, uintmax_t offset, size_t length) {
+      keys_.insert_or_assign(std::move(record.key), Extent{offset, length});
     });
     count_ = scan.records;
     file_size_ = scan.good_end;
@@ -166,18 +168,35 @@ void RolloutLog::append(const EvalRecord& record) {
     }
   }
   if (::fsync(fd_) != 0) throw_os(fmt::format("fsync({})", path_.string()), errno);
+  keys_.insert_or_assign(record.key, Extent{file_size_, line.size() - 1});
   file_size_ += line.size();
   ++count_;
-  keys_.insert(record.key);
 }
 
 bool RolloutLog::contains(std::string_view key) const {
   return keys_.find(std::string(key)) != keys_.end();
 }
 
+std::optional<EvalRecord> RolloutLog::find(std::string_view key) const {
+  const auto it = keys_.find(std::string(key));
+  if (it == keys_.end()) return std::nullopt;
+  KBRL_ASSERT(fd_ >= 0, "find in a moved-from rollout log");
+  std::string line(it->second.length, '\0');
+  size_t got = 0;
+  while (got < line.size()) {
+    const ssize_t n = ::pread(fd_, line.data() + got, line.size() - got, static_cast<off_t>(it->second.offset + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw_os(fmt::format("pread({})", path_.string()), n < 0 ? errno : EIO);
+    got += static_cast<size_t>(n);
+  }
+  const Json j = Json::parse(line, nullptr, false);
+  KBRL_CHECK_INPUT(!j.is_discarded(), "rollout log {}: the record of {} changed on disk", path_.string(), key);
+  return record_from_json(j);
+}
+
 std::vector<EvalRecord> read_rollout_log(const std::filesystem::path& path) {
   std::vector<EvalRecord> records;
-  scan_log(path, [&records](EvalRecord&& record) { records.push_back(std::move(record)); });
+  scan_log(path, [&records](EvalRecord&& record, uintmax_t, size_t) { records.push_back(std::move(record)); });
   return records;
 }
 

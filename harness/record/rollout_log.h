@@ -8,7 +8,8 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
-#include <unordered_set>
+#include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -48,6 +49,9 @@ class RolloutLog {
   void append(const EvalRecord& record);
 
   bool contains(std::string_view key) const;
+  /// The record logged under `key` (the latest, if a key was logged twice), read back from the file;
+  /// nullopt when there is none.
+  std::optional<EvalRecord> find(std::string_view key) const;
   size_t size() const { return count_; }  // records in the file
   size_t repaired_bytes() const { return repaired_bytes_; }  // dropped at open
   const std::filesystem::path& path() const { return path_; }
@@ -58,7 +62,11 @@ class RolloutLog {
   size_t count_ = 0;
   size_t repaired_bytes_ = 0;
   uintmax_t file_size_ = 0;
-  std::unordered_set<std::string> keys_;
+  struct Extent {  // where a record's line lies in the file (without its newline)
+    uintmax_t offset = 0;
+    size_t length = 0;
+  };
+  std::unordered_map<std::string, Extent> keys_;
 };
 
 /// Reads every complete record of a log without changing the file (replay, analysis). A torn final
