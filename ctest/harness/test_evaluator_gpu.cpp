@@ -128,10 +128,18 @@ TEST_F(EvaluatorGpu, LogResumesAndReplayAgrees) {
     evaluator().attach_log(nullptr);
     ASSERT_EQ(records.size(), 3u);
     EXPECT_EQ(log.size(), 3u);
-    // Resume: everything is logged, so nothing is evaluated again.
+    // Resume: everything is logged, so every record comes back from the log and nothing is
+    // evaluated or logged again.
     evaluator().attach_log(&log);
-    EXPECT_TRUE(evaluator().evaluate_all(candidates).empty());
+    const auto again = evaluator().evaluate_all(candidates);
     evaluator().attach_log(nullptr);
+    ASSERT_EQ(again.size(), 3u);
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(again[i].key, records[i].key);
+      EXPECT_EQ(again[i].outcome, records[i].outcome);
+      EXPECT_EQ(again[i].timestamp, records[i].timestamp);  // the logged record, not a new evaluation
+    }
+    EXPECT_EQ(log.size(), 3u);
   }
   const auto logged = read_rollout_log(path);
   ASSERT_EQ(logged.size(), 3u);
