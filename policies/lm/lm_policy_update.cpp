@@ -11,12 +11,22 @@
 namespace kbrl::lm {
 namespace {
 
-// The TrainItems of one prompt (task), in batch order.
-std::map<std::pair<int, int>, std::vector<size_t>> by_prompt(const std::vector<TrainItem>& batch) {
+// The batch's items grouped by prompt (task and scale), then in micro-batches of at most `size`:
+// `visit(prompt tokens, item indices)` once per micro-batch (batch order within a prompt); each
+// prompt is built once.
+template <class PromptOf, class Visit>
+void for_each_micro_batch(const std::vector<TrainItem>& batch, int size, const PromptOf& prompt_of,
+                          const Visit& visit) {
   std::map<std::pair<int, int>, std::vector<size_t>> groups;
   for (size_t i = 0; i < batch.size(); ++i)
     groups[{batch[i].task.id, static_cast<int>(batch[i].task.scale)}].push_back(i);
-  return groups;
+  for (const auto& [key, indices] : groups) {
+    const std::vector<int> prompt = prompt_of(batch[indices[0]].task);
+    for (size_t start = 0; start < indices.size(); start += static_cast<size_t>(size)) {
+      const auto end = indices.begin() + static_cast<std::ptrdiff_t>(std::min(indices.size(), start + size));
+      visit(prompt, std::vector<size_t>(indices.begin() + static_cast<std::ptrdiff_t>(start), end));
+    }
+  }
 }
 
 torch::Tensor padded(const std::vector<std::vector<double>>& rows, int64_t C, torch::Device device) {
@@ -49,15 +59,14 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
   const torch::Device dev = net.device();
   impl_->optimizer->zero_grad();
   double loss_sum = 0, entropy_sum = 0, kl_sum = 0, clipped = 0;
-  for (const auto& [key, indices] : by_prompt(batch)) {
-    const std::vector<int> prompt = prompt_tokens(batch[indices[0]].task, options_.prompt);
-    for (size_t start = 0; start < indices.size(); start += static_cast<size_t>(options_.micro_batch)) {
-      const size_t end = std::min(indices.size(), start + static_cast<size_t>(options_.micro_batch));
+  const auto prompt_of = [&](const TaskSpec& task) { return prompt_tokens(task, options_.prompt); };
+  for_each_micro_batch(batch, options_.micro_batch, prompt_of, [&](const std::vector<int>& prompt,
+                                                                   const std::vector<size_t>& part) {
       std::vector<std::vector<int>> tokens;
       std::vector<std::vector<double>> adv, old, weights;
       int64_t C = 0;
-      for (size_t k = start; k < end; ++k) {
-        const TrainItem& item = batch[indices[k]];
+      for (size_t k : part) {
+        const TrainItem& item = batch[k];
         tokens.push_back(item.tokens);
         adv.push_back(item.advantages);
         old.push_back(item.old_logprobs);
@@ -68,7 +77,7 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
         weights.emplace_back(item.tokens.size(), w);
         C = std::max<int64_t>(C, static_cast<int64_t>(item.tokens.size()));
       }
-      if (C == 0) continue;
+      if (C == 0) return;
       torch::Tensor ref;
       if (config.kl_coef > 0) {
         torch::NoGradGuard no_grad;
@@ -100,8 +109,7 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
       loss.backward();
       loss_sum += loss.item<double>();
       entropy_sum += s.entropy.detach().sum().item<double>();
-    }
-  }
+  });
   const auto params = impl_->trainable();
   double norm_sq = 0;
   for (const torch::Tensor& p : params)
@@ -123,12 +131,11 @@ UpdateStats LmPolicy::measure(const std::vector<TrainItem>& batch, double temper
   UpdateStats stats;
   LlamaNet& net = impl_->model.net();
   double entropy_sum = 0, kl_sum = 0;
-  for (const auto& [key, indices] : by_prompt(batch)) {
-    const std::vector<int> prompt = prompt_tokens(batch[indices[0]].task, options_.prompt);
-    for (size_t start = 0; start < indices.size(); start += static_cast<size_t>(options_.micro_batch)) {
+  const auto prompt_of = [&](const TaskSpec& task) { return prompt_tokens(task, options_.prompt); };
+  for_each_micro_batch(batch, options_.micro_batch, prompt_of, [&](const std::vector<int>& prompt,
+                                                                   const std::vector<size_t>& part) {
       std::vector<std::vector<int>> tokens;
-      for (size_t k = start; k < std::min(indices.size(), start + options_.micro_batch); ++k)
-        tokens.push_back(batch[indices[k]].tokens);
+      for (size_t k : part) tokens.push_back(batch[k].tokens);
       const SequenceScores s = score_sequences(net, prompt, tokens, temperature, true);
       entropy_sum += s.entropy.sum().item<double>();
       stats.tokens += static_cast<int64_t>(s.mask.sum().item<double>());
@@ -139,8 +146,7 @@ UpdateStats LmPolicy::measure(const std::vector<TrainItem>& batch, double temper
         const torch::Tensor d = ref - s.logprobs;
         kl_sum += ((torch::exp(d) - d - 1) * s.mask).sum().item<double>();
       }
-    }
-  }
+  });
   stats.entropy = stats.tokens ? entropy_sum / stats.tokens : 0;
   stats.kl = stats.tokens ? kl_sum / stats.tokens : 0;
   return stats;
