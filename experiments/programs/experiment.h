@@ -101,7 +101,7 @@ struct ExperimentContext {
   /// The policy the experiment trains, untrained: the schedule policy or the language model of
   /// --policy lm:... (InputError for a served model).
   std::unique_ptr<TrainablePolicy> new_policy() const;
-  /// `stage` ("untrained", "sft", "rlvr", "ttt") prefixed by the policy kind: schedule_rlvr or lm_rlvr
+  /// `stage` ("loaded", "sft", "rlvr", "ttt") prefixed by the policy kind: schedule_rlvr or lm_rlvr
   /// (the CSVs' policy column; settings.json names the model).
   std::string policy_label(const std::string& stage) const;
 

@@ -98,7 +98,7 @@ int run(const Options& o) {
   parse_timing_mode(o.mode);
   parse_tolerance(o.tolerance);
   parse_input_checks(o.inputs);
-  parse_reward_kind(o.reward);
+  const RewardKind reward_kind = parse_reward_kind(o.reward);
   ctx.policy_spec = o.policy;
   if (!o.samples.empty()) {
     KBRL_CHECK_INPUT(experiment.name == "selection" || experiment.name == "length_control",
@@ -130,7 +130,7 @@ int run(const Options& o) {
   std::unique_ptr<Environment> env;
   if (synthetic) {
     RewardConfig reward;
-    reward.kind = parse_reward_kind(o.reward);
+    reward.kind = reward_kind;
     env = std::make_unique<SyntheticEnvironment>(20260301, 0.5, reward);
   } else {
     std::string reason;

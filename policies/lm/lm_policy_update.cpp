@@ -14,14 +14,13 @@ namespace {
 // The batch's items grouped by prompt (task and scale), then in micro-batches of at most `size`:
 // `visit(prompt tokens, item indices)` once per micro-batch (batch order within a prompt); each
 // prompt is built once.
-template <class PromptOf, class Visit>
-void for_each_micro_batch(const std::vector<TrainItem>& batch, int size, const PromptOf& prompt_of,
-                          const Visit& visit) {
+template <class Visit>
+void for_each_micro_batch(LmPolicy& policy, const std::vector<TrainItem>& batch, int size, const Visit& visit) {
   std::map<std::pair<int, int>, std::vector<size_t>> groups;
   for (size_t i = 0; i < batch.size(); ++i)
     groups[{batch[i].task.id, static_cast<int>(batch[i].task.scale)}].push_back(i);
   for (const auto& [key, indices] : groups) {
-    const std::vector<int> prompt = prompt_of(batch[indices[0]].task);
+    const std::vector<int> prompt = policy.prompt_tokens(batch[indices[0]].task, policy.options().prompt);
     for (size_t start = 0; start < indices.size(); start += static_cast<size_t>(size)) {
       const auto end = indices.begin() + static_cast<std::ptrdiff_t>(std::min(indices.size(), start + size));
       visit(prompt, std::vector<size_t>(indices.begin() + static_cast<std::ptrdiff_t>(start), end));
@@ -59,56 +58,55 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
   const torch::Device dev = net.device();
   impl_->optimizer->zero_grad();
   double loss_sum = 0, entropy_sum = 0, kl_sum = 0, clipped = 0;
-  const auto prompt_of = [&](const TaskSpec& task) { return prompt_tokens(task, options_.prompt); };
-  for_each_micro_batch(batch, options_.micro_batch, prompt_of, [&](const std::vector<int>& prompt,
-                                                                   const std::vector<size_t>& part) {
-      std::vector<std::vector<int>> tokens;
-      std::vector<std::vector<double>> adv, old, weights;
-      int64_t C = 0;
-      for (size_t k : part) {
-        const TrainItem& item = batch[k];
-        tokens.push_back(item.tokens);
-        adv.push_back(item.advantages);
-        old.push_back(item.old_logprobs);
-        const double len = static_cast<double>(std::max<size_t>(item.tokens.size(), 1));
-        const double w = config.aggregation == Aggregation::sequence_mean ? 1.0 / (sequences * len)
-                         : config.aggregation == Aggregation::token_mean  ? 1.0 / std::max<double>(total_tokens, 1)
-                                                                          : 1.0 / (sequences * config.constant_length);
-        weights.emplace_back(item.tokens.size(), w);
-        C = std::max<int64_t>(C, static_cast<int64_t>(item.tokens.size()));
-      }
-      if (C == 0) return;
-      torch::Tensor ref;
-      if (config.kl_coef > 0) {
-        torch::NoGradGuard no_grad;
-        net.set_adapters_on(false);
-        ref = score_sequences(net, prompt, tokens, config.temperature, false).logprobs;
-        net.set_adapters_on(true);
-      }
-      const SequenceScores s = score_sequences(net, prompt, tokens, config.temperature, true);
-      const torch::Tensor A = padded(adv, C, dev), W = padded(weights, C, dev);
-      torch::Tensor term;
-      if (config.objective == Objective::likelihood) {
-        term = A * s.logprobs;
-      } else {
-        bool have_old = true;
-        for (const auto& o : old) have_old = have_old && !o.empty();
-        const torch::Tensor old_lp = have_old ? padded(old, C, dev) : s.logprobs.detach();
-        const torch::Tensor ratio = torch::exp(s.logprobs - old_lp);
-        const double eps = config.clip_epsilon;
-        term = torch::min(ratio * A, ratio.clamp(1 - eps, 1 + eps) * A);
-        clipped += ((ratio - 1).abs().gt(eps).to(torch::kFloat32) * s.mask).sum().item<double>();
-      }
-      torch::Tensor loss = -(term * W * s.mask).sum();
-      if (ref.defined()) {
-        const torch::Tensor d = ref - s.logprobs;  // k3 estimator of KL(policy || reference) per token
-        const torch::Tensor kl = (torch::exp(d) - d - 1) * s.mask;
-        loss = loss + config.kl_coef * (kl * W).sum();
-        kl_sum += kl.sum().item<double>();
-      }
-      loss.backward();
-      loss_sum += loss.item<double>();
-      entropy_sum += s.entropy.detach().sum().item<double>();
+  for_each_micro_batch(*this, batch, options_.micro_batch, [&](const std::vector<int>& prompt,
+                                                            const std::vector<size_t>& part) {
+    std::vector<std::vector<int>> tokens;
+    std::vector<std::vector<double>> adv, old, weights;
+    int64_t C = 0;
+    for (size_t k : part) {
+      const TrainItem& item = batch[k];
+      tokens.push_back(item.tokens);
+      adv.push_back(item.advantages);
+      old.push_back(item.old_logprobs);
+      const double len = static_cast<double>(std::max<size_t>(item.tokens.size(), 1));
+      const double w = config.aggregation == Aggregation::sequence_mean ? 1.0 / (sequences * len)
+                       : config.aggregation == Aggregation::token_mean  ? 1.0 / std::max<double>(total_tokens, 1)
+                                                                        : 1.0 / (sequences * config.constant_length);
+      weights.emplace_back(item.tokens.size(), w);
+      C = std::max<int64_t>(C, static_cast<int64_t>(item.tokens.size()));
+    }
+    if (C == 0) return;
+    torch::Tensor ref;
+    if (config.kl_coef > 0) {
+      torch::NoGradGuard no_grad;
+      net.set_adapters_on(false);
+      ref = score_sequences(net, prompt, tokens, config.temperature, false).logprobs;
+      net.set_adapters_on(true);
+    }
+    const SequenceScores s = score_sequences(net, prompt, tokens, config.temperature, true);
+    const torch::Tensor A = padded(adv, C, dev), W = padded(weights, C, dev);
+    torch::Tensor term;
+    if (config.objective == Objective::likelihood) {
+      term = A * s.logprobs;
+    } else {
+      bool have_old = true;
+      for (const auto& o : old) have_old = have_old && !o.empty();
+      const torch::Tensor old_lp = have_old ? padded(old, C, dev) : s.logprobs.detach();
+      const torch::Tensor ratio = torch::exp(s.logprobs - old_lp);
+      const double eps = config.clip_epsilon;
+      term = torch::min(ratio * A, ratio.clamp(1 - eps, 1 + eps) * A);
+      clipped += ((ratio - 1).abs().gt(eps).to(torch::kFloat32) * s.mask).sum().item<double>();
+    }
+    torch::Tensor loss = -(term * W * s.mask).sum();
+    if (ref.defined()) {
+      const torch::Tensor d = ref - s.logprobs;  // k3 estimator of KL(policy || reference) per token
+      const torch::Tensor kl = (torch::exp(d) - d - 1) * s.mask;
+      loss = loss + config.kl_coef * (kl * W).sum();
+      kl_sum += kl.sum().item<double>();
+    }
+    loss.backward();
+    loss_sum += loss.item<double>();
+    entropy_sum += s.entropy.detach().sum().item<double>();
   });
   const auto params = impl_->trainable();
   double norm_sq = 0;
@@ -131,21 +129,20 @@ UpdateStats LmPolicy::measure(const std::vector<TrainItem>& batch, double temper
   UpdateStats stats;
   LlamaNet& net = impl_->model.net();
   double entropy_sum = 0, kl_sum = 0;
-  const auto prompt_of = [&](const TaskSpec& task) { return prompt_tokens(task, options_.prompt); };
-  for_each_micro_batch(batch, options_.micro_batch, prompt_of, [&](const std::vector<int>& prompt,
-                                                                   const std::vector<size_t>& part) {
-      std::vector<std::vector<int>> tokens;
-      for (size_t k : part) tokens.push_back(batch[k].tokens);
-      const SequenceScores s = score_sequences(net, prompt, tokens, temperature, true);
-      entropy_sum += s.entropy.sum().item<double>();
-      stats.tokens += static_cast<int64_t>(s.mask.sum().item<double>());
-      if (impl_->lora) {
-        net.set_adapters_on(false);
-        const torch::Tensor ref = score_sequences(net, prompt, tokens, temperature, false).logprobs;
-        net.set_adapters_on(true);
-        const torch::Tensor d = ref - s.logprobs;
-        kl_sum += ((torch::exp(d) - d - 1) * s.mask).sum().item<double>();
-      }
+  for_each_micro_batch(*this, batch, options_.micro_batch, [&](const std::vector<int>& prompt,
+                                                            const std::vector<size_t>& part) {
+    std::vector<std::vector<int>> tokens;
+    for (size_t k : part) tokens.push_back(batch[k].tokens);
+    const SequenceScores s = score_sequences(net, prompt, tokens, temperature, true);
+    entropy_sum += s.entropy.sum().item<double>();
+    stats.tokens += static_cast<int64_t>(s.mask.sum().item<double>());
+    if (impl_->lora) {
+      net.set_adapters_on(false);
+      const torch::Tensor ref = score_sequences(net, prompt, tokens, temperature, false).logprobs;
+      net.set_adapters_on(true);
+      const torch::Tensor d = ref - s.logprobs;
+      kl_sum += ((torch::exp(d) - d - 1) * s.mask).sum().item<double>();
+    }
   });
   stats.entropy = stats.tokens ? entropy_sum / stats.tokens : 0;
   stats.kl = stats.tokens ? kl_sum / stats.tokens : 0;
