@@ -3,7 +3,7 @@
 
 # Warnings live on one interface target; every kbrl target links it privately.
 add_library(kbrl_warnings INTERFACE)
-target_compile_options(kbrl_warnings INTERFACE -Wall -Wextra -Wno-unused-parameter)
+target_compile_options(kbrl_warnings INTERFACE -Wall -Wextra -Wno-unused-parameter -Winvalid-pch)
 target_compile_features(kbrl_warnings INTERFACE cxx_std_20)
 
 # Is the libtorch we build against able to run on CUDA? (Debian's 1.13 is CPU-only.)
@@ -31,7 +31,14 @@ function(kbrl_export_headers target name source_dir)
   endif()
 endfunction()
 
-# kbrl_use_torch(target): link libtorch and precompile its header for that target.
+# The one precompiled <torch/torch.h> (about 630 MB for GCC): every torch target reuses it
+# (REUSE_FROM) instead of precompiling its own copy, which took 12 copies, 7.5 GB of a build folder,
+# and filled a CI machine's disk. Reuse needs the same compile flags: the warnings and the torch flags
+# below, nothing target-specific. -Winvalid-pch (in kbrl_warnings) says when a target cannot use it.
+file(WRITE ${CMAKE_BINARY_DIR}/kbrl_torch_pch.cpp "// the translation unit that owns the torch precompiled header\n")
+add_library(kbrl_torch_pch OBJECT ${CMAKE_BINARY_DIR}/kbrl_torch_pch.cpp)
+
+# kbrl_use_torch(target): link libtorch and use the shared precompiled header.
 # Keep the number of translation units that include torch small: each costs seconds to compile.
 function(kbrl_use_torch target)
   # libstdc++ is listed before libtorch: the PyPI libtorch.so (2.11) exports its own copies of
@@ -47,8 +54,14 @@ function(kbrl_use_torch target)
   if(KBRL_TORCH_CUDA)
     target_compile_definitions(${target} PUBLIC KBRL_TORCH_CUDA=1)
   endif()
-  target_precompile_headers(${target} PRIVATE <torch/torch.h>)
+  if(target STREQUAL "kbrl_torch_pch")
+    target_precompile_headers(${target} PRIVATE <torch/torch.h>)
+  else()
+    target_precompile_headers(${target} REUSE_FROM kbrl_torch_pch)
+  endif()
 endfunction()
+target_link_libraries(kbrl_torch_pch PRIVATE kbrl_warnings)
+kbrl_use_torch(kbrl_torch_pch)
 
 # kbrl_add_test(NAME name SOURCES ... [LIBS ...] [LABELS ...] [TIMEOUT s] [TORCH])
 # A GoogleTest executable registered with CTest, one CTest entry per executable.
