@@ -135,7 +135,8 @@ RolloutLog::RolloutLog(RolloutLog&& other) noexcept
       count_(other.count_),
       repaired_bytes_(other.repaired_bytes_),
       file_size_(other.file_size_),
-      keys_(std::move(other.keys_)) {}
+      keys_(std::move(other.keys_)),
+      mutex_(std::move(other.mutex_)) {}
 
 RolloutLog& RolloutLog::operator=(RolloutLog&& other) noexcept {
   if (this != &other) {
@@ -146,6 +147,7 @@ RolloutLog& RolloutLog::operator=(RolloutLog&& other) noexcept {
     repaired_bytes_ = other.repaired_bytes_;
     file_size_ = other.file_size_;
     keys_ = std::move(other.keys_);
+    mutex_ = std::move(other.mutex_);
   }
   return *this;
 }
@@ -154,6 +156,7 @@ void RolloutLog::append(const EvalRecord& record) {
   KBRL_CHECK_INPUT(!record.key.empty(), "a rollout record needs a key (see record_key())");
   KBRL_ASSERT(fd_ >= 0, "append to a moved-from rollout log");
   const std::string line = compact(Json(record)) + '\n';
+  std::lock_guard lock(*mutex_);
   size_t written = 0;
   while (written < line.size()) {
     const ssize_t w = ::write(fd_, line.data() + written, line.size() - written);
@@ -174,17 +177,23 @@ void RolloutLog::append(const EvalRecord& record) {
 }
 
 bool RolloutLog::contains(std::string_view key) const {
+  std::lock_guard lock(*mutex_);
   return keys_.find(std::string(key)) != keys_.end();
 }
 
 std::optional<EvalRecord> RolloutLog::find(std::string_view key) const {
-  const auto it = keys_.find(std::string(key));
-  if (it == keys_.end()) return std::nullopt;
+  Extent extent;
+  {
+    std::lock_guard lock(*mutex_);
+    const auto it = keys_.find(std::string(key));
+    if (it == keys_.end()) return std::nullopt;
+    extent = it->second;
+  }
   KBRL_ASSERT(fd_ >= 0, "find in a moved-from rollout log");
-  std::string line(it->second.length, '\0');
+  std::string line(extent.length, '\0');
   size_t got = 0;
   while (got < line.size()) {
-    const ssize_t n = ::pread(fd_, line.data() + got, line.size() - got, static_cast<off_t>(it->second.offset + got));
+    const ssize_t n = ::pread(fd_, line.data() + got, line.size() - got, static_cast<off_t>(extent.offset + got));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) throw_os(fmt::format("pread({})", path_.string()), n < 0 ? errno : EIO);
     got += static_cast<size_t>(n);

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <optional>
@@ -29,7 +31,8 @@ std::string record_key(int task_id, const nlohmann::json& candidate,
                        const nlohmann::json& settings);
 std::string record_key(const Candidate& candidate, const nlohmann::json& settings);
 
-/// An open rollout log. Holds an exclusive advisory lock (flock) on the file while open, so two
+/// An open rollout log, safe to use from several threads (the server's dispatchers share one).
+/// Holds an exclusive advisory lock (flock) on the file while open, so two
 /// runs cannot append to one log. Keeps the keys of its records in memory, not the records.
 class RolloutLog {
  public:
@@ -67,6 +70,7 @@ class RolloutLog {
     size_t length = 0;
   };
   std::unordered_map<std::string, Extent> keys_;
+  std::unique_ptr<std::mutex> mutex_ = std::make_unique<std::mutex>();  // guards appends and keys_
 };
 
 /// Reads every complete record of a log without changing the file (replay, analysis). A torn final
