@@ -18,6 +18,7 @@
 #include <kernels/action.h>
 #include <kernels/candidate_file.h>
 #include <reference/task_registry.h>
+#include <serve/client.h>
 
 namespace kbrl::cli {
 namespace {
@@ -27,6 +28,8 @@ struct EvalOptions {
   std::string kernel;
   std::string json_path;
   std::string log_path;
+  std::string server;      // "" = evaluate here; else kbrl serve URL(s)
+  std::string token_file;  // the server's bearer token
   EvalFlags flags;  // the scale is flags.scale
 };
 
@@ -36,6 +39,8 @@ EvalSettings settings_from(const EvalOptions& o) { return eval_settings(o.flags)
 constexpr const char* kDefaultCompileOnlyArch = "sm_90";
 
 /// The summary of one record; compile messages name `file` (the user's candidate file).
+void report(const EvalOptions& o, const EvalRecord& record);
+
 void print_summary(const EvalRecord& r, const std::string& file) {
   std::cout << fmt::format("task {} ({}), scale {}\n", r.task_id, r.task_name, to_string(r.scale));
   std::cout << fmt::format("  compile   {} in {:.3f} s{}\n", r.compile.ok ? "ok" : "FAILED", r.compile.seconds,
@@ -62,7 +67,31 @@ void print_summary(const EvalRecord& r, const std::string& file) {
   if (!r.compile.ok && !r.compile.log.empty()) std::cout << "--- compile log ---\n" << log_naming_file(r.compile.log, file) << "\n";
 }
 
+/// The record of the candidate file evaluated by a `kbrl serve` (its scale and evaluator flags are
+/// the server's; mode, tolerance, inputs and reward travel with the item).
+EvalRecord evaluate_on_server(const EvalOptions& o, const std::string& raw) {
+  KBRL_CHECK_INPUT(o.flags.scale == "kernelbench" || o.flags.scale.empty(),
+                   "--scale with --server: the server's scale applies (start it with --scale)");
+  serving::ClientOptions client;
+  client.urls = serving::parse_server_urls(o.server);
+  if (!o.token_file.empty()) {
+    std::ifstream in(o.token_file, std::ios::binary);
+    KBRL_CHECK_INPUT(in.good(), "cannot read the token file '{}'", o.token_file);
+    std::getline(in, client.token);
+    while (!client.token.empty() && (client.token.back() == '\r' || client.token.back() == ' ')) client.token.pop_back();
+  }
+  const nlohmann::json item = {{"task_id", o.task},          {"candidate", raw},
+                               {"mode", o.flags.mode},       {"tolerance", o.flags.tolerance},
+                               {"inputs", o.flags.inputs},   {"reward", o.flags.reward}};
+  return serving::Client(client).evaluate(nlohmann::json::array({item})).at(0);
+}
+
 void run_eval(const EvalOptions& o) {
+  if (!o.server.empty()) {
+    const EvalRecord record = evaluate_on_server(o, read_candidate_file(o.kernel));
+    if (!o.log_path.empty()) RolloutLog(o.log_path).append(record);
+    return report(o, record);
+  }
   const TaskSpec spec = task_spec(o.task, parse_scale(o.flags.scale));
   // Read once (a regular file of at most 16 MiB, else InputError): the record's raw action is the
   // text the candidate was parsed from.
@@ -82,7 +111,11 @@ void run_eval(const EvalOptions& o) {
     log = std::make_unique<RolloutLog>(o.log_path);
     evaluator.attach_log(log.get());
   }
-  const EvalRecord record = evaluator.evaluate(candidate, raw);
+  report(o, evaluator.evaluate(candidate, raw));
+}
+
+/// The summary, the --json file and the exit code of one evaluated candidate.
+void report(const EvalOptions& o, const EvalRecord& record) {
   print_summary(record, o.kernel);
   if (!o.json_path.empty()) {
     std::ofstream out(o.json_path);
@@ -149,6 +182,10 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--scale", o->flags.scale, "kernelbench or small")->capture_default_str();
   cmd->add_option("--json", o->json_path, "write the full record as JSON here");
   cmd->add_option("--log", o->log_path, "append the record to this rollout log (JSONL)");
+  cmd->add_option("--server", o->server,
+                  "evaluate on a kbrl serve instead of here: http://host:port (several, comma-separated, "
+                  "are tried in turn)");
+  cmd->add_option("--token-file", o->token_file, "a file holding the server's bearer token");
   add_eval_options(cmd, *o);
   cmd->callback([o] { run_eval(*o); });
 }

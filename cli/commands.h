@@ -19,6 +19,7 @@ void add_sft_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
 void add_prompt_command(CLI::App& app);
 void add_model_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 
 /// The exit code a command's callback chose (kbrl/cli_main.h's ExitCode; 0 unless set): `kbrl eval`
 /// sets kExitCandidateFailed when the candidate is not correct.

@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   kbrl::cli::add_sweep_command(app);
   kbrl::cli::add_prompt_command(app);
   kbrl::cli::add_model_command(app);
+  kbrl::cli::add_serve_command(app);
   app.set_version_flag("--version", "kbrl " + std::string(kbrl::kbrl_version()));
   return kbrl::cli::run_program("kbrl", app, argc, argv, [] { return kbrl::cli::command_exit_code(); });
 }

@@ -1,0 +1,125 @@
+// `kbrl serve`: the evaluator over HTTP for RL trainers (docs/serve.md): one worker per GPU, a
+// bounded fair queue, the rollout log as the memory of what was evaluated.
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <kbrl/error.h>
+
+#include "commands.h"
+#include "run_options.h"
+#include <harness/gpu/cuda_driver.h>
+#include <harness/gpu/gpu_session.h>
+#include <serve/scheduler.h>
+#include <serve/server.h>
+
+namespace kbrl::cli {
+namespace {
+
+struct ServeCommandOptions {
+  std::string host = "127.0.0.1";
+  int port = 8750;
+  std::string gpus = "all";
+  std::string token_file;
+  std::string log_dir;
+  size_t max_queue = 4096;
+  size_t batch = 64;
+  int http_threads = 4;
+  double request_timeout = 3600;
+  bool compile_only = false;
+  EvalFlags flags;
+};
+
+/// "all" (every visible GPU) or "0,1,...".
+std::vector<int> parse_gpus(const std::string& text, bool compile_only) {
+  if (text == "all") {
+    if (compile_only) return {0};
+    std::string why;
+    KBRL_CHECK_INPUT(gpu_available(&why), "--gpus all: no GPU ({}); on a machine without one use --compile-only", why);
+    std::vector<int> all(static_cast<size_t>(cuda::driver_status().device_count));
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+    return all;
+  }
+  std::vector<int> gpus;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    size_t used = 0;
+    int device = -1;
+    try {
+      device = std::stoi(part, &used);
+    } catch (const std::exception&) {
+    }
+    KBRL_CHECK_INPUT(used == part.size() && device >= 0, "--gpus {}: expected 'all' or device indices like 0,1", text);
+    gpus.push_back(device);
+  }
+  KBRL_CHECK_INPUT(!gpus.empty(), "--gpus is empty");
+  return gpus;
+}
+
+std::string read_token(const std::string& path) {
+  if (path.empty()) return {};
+  std::ifstream in(path, std::ios::binary);
+  KBRL_CHECK_INPUT(in.good(), "cannot read the token file '{}'", path);
+  std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  KBRL_CHECK_INPUT(token.size() >= 16, "the token in '{}' is {} characters: use at least 16 (e.g. openssl rand -hex 32)",
+                   path, token.size());
+  return token;
+}
+
+void run_serve(const ServeCommandOptions& o) {
+  KBRL_CHECK_INPUT(o.port >= 0 && o.port <= 65535, "--port {} is not a port", o.port);
+  EvalSettings settings = eval_settings(o.flags);
+  if (o.compile_only) {
+    settings.compile_only = true;
+    if (settings.arch.empty()) settings.arch = "sm_90";
+  }
+  serving::SchedulerOptions scheduling;
+  scheduling.gpus = parse_gpus(o.gpus, o.compile_only);
+  scheduling.max_queue = o.max_queue;
+  scheduling.batch = o.batch;
+  if (!o.log_dir.empty()) scheduling.log = std::filesystem::path(o.log_dir) / "rollouts.jsonl";
+  serving::ServerOptions http_options;
+  http_options.host = o.host;
+  http_options.port = static_cast<uint16_t>(o.port);
+  http_options.token = read_token(o.token_file);
+  http_options.http_threads = o.http_threads;
+  http_options.request_timeout_seconds = o.request_timeout;
+  serving::Scheduler scheduler(settings, scheduling);
+  serving::Server server(http_options, scheduler);
+  std::cerr << fmt::format("kbrl serve: listening on http://{}:{} ({} {}, {}{}); Ctrl-C drains\n", o.host, server.port(),
+                           scheduling.gpus.size(), o.compile_only ? "compile-only dispatcher" : "GPU(s)",
+                           scheduling.log.empty() ? "no log" : "log " + scheduling.log.string(),
+                           http_options.token.empty() ? "" : ", bearer token required");
+  std::cout << fmt::format("{{\"listening\": \"http://{}:{}\"}}", o.host, server.port()) << std::endl;
+  server.run();
+  std::cerr << "kbrl serve: stopped\n";
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto o = std::make_shared<ServeCommandOptions>();
+  auto* cmd = app.add_subcommand("serve", "Serve the evaluator over HTTP for RL trainers (docs/serve.md)");
+  cmd->add_option("--host", o->host, "address to bind (anything but loopback needs --token-file)")->capture_default_str();
+  cmd->add_option("--port", o->port, "port (0: any free one; the first line of stdout says which)")->capture_default_str();
+  cmd->add_option("--gpus", o->gpus, "all, or device indices like 0,1: one worker each")->capture_default_str();
+  cmd->add_option("--token-file", o->token_file, "a file holding the bearer token every request must carry");
+  cmd->add_option("--log", o->log_dir, "folder of the rollout log (rollouts.jsonl): a restart answers from it");
+  cmd->add_option("--max-queue", o->max_queue, "items waiting at most (then 429)")->capture_default_str();
+  cmd->add_option("--batch", o->batch, "items a GPU takes at once (compiled together)")->capture_default_str();
+  cmd->add_option("--http-threads", o->http_threads, "threads answering HTTP")->capture_default_str();
+  cmd->add_option("--request-timeout", o->request_timeout,
+                  "seconds a synchronous evaluate waits before 504 (its queued items are dropped)")
+      ->capture_default_str();
+  cmd->add_flag("--compile-only", o->compile_only,
+                "no GPU: compile and answer not_run (for --arch, default sm_90); for wiring a trainer on a CPU");
+  cmd->add_option("--scale", o->flags.scale, "kernelbench or small")->capture_default_str();
+  add_eval_flags(cmd, o->flags);
+  cmd->callback([o] { run_serve(*o); });
+}
+
+}  // namespace kbrl::cli

@@ -1,0 +1,204 @@
+#include "api.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include <kbrl/error.h>
+#include <kernels/action.h>
+#include <kernels/candidate_file.h>
+#include <policies/prompt.h>
+#include <reference/splits.h>
+#include <reference/task_registry.h>
+
+namespace kbrl::serving {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string_view json_type(const Json& j) { return j.type_name(); }
+
+/// The value of an enum-like field through its parser (InputError names the legal values).
+template <typename Parse>
+auto parse_field(const Json& value, const std::string& field, Parse parse) {
+  if (!value.is_string())
+    throw ApiException(bad_request(fmt::format("{} must be a string, not {}", field, json_type(value)), field));
+  try {
+    return parse(value.get<std::string>());
+  } catch (const InputError& e) {
+    throw ApiException(bad_request(fmt::format("{}: {}", field, e.what()), field));
+  }
+}
+
+/// A knob configuration: {"name": value}, each value an integer or a non-empty string. Whether
+/// the knobs and values are the task's is realize()'s question (a format error when not).
+Config parse_config(const Json& value, const std::string& field) {
+  if (!value.is_object())
+    throw ApiException(bad_request(fmt::format("{} must be an object of knob values, not {}", field, json_type(value)), field));
+  Config config;
+  for (const auto& [name, v] : value.items()) {
+    const std::string f = fmt::format("{}.{}", field, name);
+    if (v.is_number_integer()) {
+      config.set(name, v.dump());
+    } else if (v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() == std::floor(v.get<double>())) {
+      config.set(name, fmt::format("{:.0f}", v.get<double>()));  // an integer beyond 64 bits: no knob's value
+    } else if (v.is_string() && !v.get<std::string>().empty()) {
+      config.set(name, v.get<std::string>());
+    } else {
+      throw ApiException(bad_request(fmt::format("{} must be an integer or a non-empty string", f), f));
+    }
+  }
+  return config;
+}
+
+const std::string& text_field(const Json& value, const std::string& field, const ServeLimits& limits) {
+  if (!value.is_string())
+    throw ApiException(bad_request(fmt::format("{} must be a string, not {}", field, json_type(value)), field));
+  const std::string& text = value.get_ref<const std::string&>();
+  if (text.size() > limits.max_text_bytes)
+    throw ApiException(field_too_large(
+        fmt::format("{} holds {} bytes; at most {} are read", field, text.size(), limits.max_text_bytes), field));
+  return text;
+}
+
+PreparedItem parse_item(const Json& item, size_t index, const EvalSettings& defaults, const ServeLimits& limits) {
+  const std::string at = fmt::format("items[{}]", index);
+  if (!item.is_object())
+    throw ApiException(bad_request(fmt::format("{} must be an object, not {}", at, json_type(item)), at));
+  PreparedItem out;
+  out.settings = defaults;
+  int actions = 0;
+  for (const auto& [name, value] : item.items()) {
+    const std::string field = at + "." + name;
+    if (name == "task_id") {
+      if (!value.is_number_integer())
+        throw ApiException(bad_request(fmt::format("{} must be an integer, not {}", field, json_type(value)), field));
+      const int64_t id = value.get<int64_t>();
+      if (id < 0 || id > 1'000'000 || !has_task(static_cast<int>(id)))
+        throw ApiException(bad_request(fmt::format("{}: no task {} (tasks are 1..100; GET /v1/tasks lists them)",
+                                                   field, id), field));
+      out.task_id = static_cast<int>(id);
+    } else if (name == "text" || name == "candidate" || name == "config") {
+      ++actions;
+    } else if (name == "mode") {
+      out.settings.mode = parse_field(value, field, parse_timing_mode);
+    } else if (name == "tolerance") {
+      out.settings.atol = out.settings.rtol = parse_field(value, field, parse_tolerance);
+    } else if (name == "inputs") {
+      out.settings.inputs = parse_field(value, field, parse_input_checks);
+    } else if (name == "reward") {
+      out.settings.reward.kind = parse_field(value, field, parse_reward_kind);
+    } else {
+      throw ApiException(bad_request(
+          fmt::format("{}: unknown field (an item has task_id, one of text, candidate or config, and optionally "
+                      "mode, tolerance, inputs, reward)", field), field));
+    }
+  }
+  if (!item.contains("task_id"))
+    throw ApiException(bad_request(fmt::format("{}.task_id is missing", at), at + ".task_id"));
+  if (actions != 1)
+    throw ApiException(bad_request(
+        fmt::format("{} must hold exactly one of text, candidate or config (it holds {})", at, actions), at));
+  out.settings_id = out.settings.key_json().dump();
+
+  const TaskSpec task = task_spec(out.task_id, defaults.scale);
+  if (item.contains("text")) {
+    const std::string& text = text_field(item["text"], at + ".text", limits);
+    Realized real = realize(task, {ActionKind::text, {}, text});
+    out.raw_action = std::move(real.raw);
+    out.action = {ActionKind::text, real.code, 0, ""};
+    out.candidate = std::move(real.candidate);
+    out.format_error = std::move(real.format_error);
+  } else if (item.contains("candidate")) {
+    const std::string& text = text_field(item["candidate"], at + ".candidate", limits);
+    out.raw_action = text;
+    out.action = {ActionKind::text, text, 0, ""};
+    try {
+      out.candidate = parse_candidate_file(text, task, "candidate");
+    } catch (const InputError& e) {
+      out.format_error = e.what();
+    }
+  } else {
+    const Config config = parse_config(item["config"], at + ".config");
+    out.raw_action = config.str();
+    out.action = {ActionKind::knobs, "", static_cast<int64_t>(config.size()), ""};
+    try {
+      out.candidate = realize(task, {ActionKind::knobs, config, {}}).candidate;
+    } catch (const InputError& e) {
+      out.format_error = e.what();  // not a configuration of the task's space: the action's fault
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+ApiError bad_request(std::string message, std::string field) {
+  return {400, "bad_request", std::move(message), std::move(field), false, 0};
+}
+ApiError too_large(std::string message, std::string field) {
+  return {413, "too_large", std::move(message), std::move(field), false, 0};
+}
+ApiError field_too_large(std::string message, std::string field) {
+  return {400, "too_large", std::move(message), std::move(field), false, 0};
+}
+ApiError not_found(std::string message) { return {404, "not_found", std::move(message), {}, false, 0}; }
+
+nlohmann::json error_json(const ApiError& error) {
+  Json e = {{"code", error.code}, {"message", error.message}, {"retryable", error.retryable}};
+  if (!error.field.empty()) e["field"] = error.field;
+  return {{"error", e}};
+}
+
+std::vector<PreparedItem> parse_evaluate_request(std::string_view body, const EvalSettings& defaults,
+                                                 const ServeLimits& limits) {
+  if (body.size() > limits.max_body_bytes)
+    throw ApiException(too_large(fmt::format("the body holds {} bytes; at most {}", body.size(), limits.max_body_bytes)));
+  Json doc = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded())
+    throw ApiException(bad_request("the body is not JSON: send {\"items\": [{\"task_id\": 19, \"text\": \"...\"}]}"));
+  if (!doc.is_object()) throw ApiException(bad_request(fmt::format("the body must be an object, not {}", json_type(doc))));
+  for (const auto& [name, value] : doc.items())
+    if (name != "items")
+      throw ApiException(bad_request(fmt::format("{}: unknown field (the body has only \"items\")", name), name));
+  if (!doc.contains("items")) throw ApiException(bad_request("items is missing", "items"));
+  const Json& items = doc["items"];
+  if (!items.is_array())
+    throw ApiException(bad_request(fmt::format("items must be an array, not {}", json_type(items)), "items"));
+  if (items.empty()) throw ApiException(bad_request("items is empty: send at least one item", "items"));
+  if (items.size() > limits.max_items)
+    throw ApiException(field_too_large(
+        fmt::format("items holds {} items; at most {} a request (split it, or use ?async=1 for each part)",
+                    items.size(), limits.max_items), "items"));
+  std::vector<PreparedItem> out;
+  out.reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i) out.push_back(parse_item(items[i], i, defaults, limits));
+  return out;
+}
+
+nlohmann::json tasks_json() {
+  Json tasks = Json::array();
+  for (int id : task_ids()) {
+    const TaskSpec spec = task_spec(id, Scale::kernelbench);
+    Json in_splits = Json::array();
+    for (const Split& s : splits())
+      if (std::find(s.ids.begin(), s.ids.end(), id) != s.ids.end()) in_splits.push_back(s.name);
+    tasks.push_back({{"id", id}, {"name", spec.name}, {"family", std::string(to_string(spec.family))},
+                     {"splits", in_splits}});
+  }
+  return {{"tasks", tasks}};
+}
+
+nlohmann::json prompt_json(int task_id, std::string_view style, Scale scale) {
+  if (!has_task(task_id)) throw ApiException(not_found(fmt::format("no task {} (tasks are 1..100)", task_id)));
+  PromptOptions options;
+  try {
+    options.style = parse_text_style(style);
+  } catch (const InputError& e) {
+    throw ApiException(bad_request(fmt::format("style: {}", e.what()), "style"));
+  }
+  const Prompt prompt = build_prompt(task_spec(task_id, scale), options);
+  return {{"task_id", task_id}, {"version", prompt.version}, {"system", prompt.system}, {"user", prompt.user}};
+}
+
+}  // namespace kbrl::serving

@@ -1,0 +1,80 @@
+#pragma once
+// The JSON API of `kbrl serve` (docs/serve.md): parsing an evaluate request into items, checked
+// field by field, and the error every endpoint answers with. No networking here.
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <harness/evaluator.h>
+#include <harness/record/eval_record.h>
+#include <kernels/candidate.h>
+
+namespace kbrl::serving {
+
+/// An HTTP error answer: status, a stable code, a message, the request field it is about ("" for
+/// none), whether a client should retry, and Retry-After seconds (0: no header).
+struct ApiError {
+  int status = 500;
+  std::string code;
+  std::string message;
+  std::string field;
+  bool retryable = false;
+  int retry_after_seconds = 0;
+};
+
+ApiError bad_request(std::string message, std::string field = {});
+ApiError too_large(std::string message, std::string field = {});  // 413: the body as a whole
+ApiError field_too_large(std::string message, std::string field);  // 400 too_large: one field over its limit
+ApiError not_found(std::string message);
+
+/// {"error": {"code", "message", "field", "retryable"}} (field only when there is one).
+nlohmann::json error_json(const ApiError& error);
+
+/// Thrown by the parsers below and by the scheduler; the server turns it into an answer.
+class ApiException : public std::exception {
+ public:
+  explicit ApiException(ApiError error) : error_(std::move(error)) {}
+  const ApiError& error() const { return error_; }
+  const char* what() const noexcept override { return error_.message.c_str(); }
+
+ private:
+  ApiError error_;
+};
+
+struct ServeLimits {
+  size_t max_body_bytes = 32u << 20;
+  size_t max_items = 1024;
+  size_t max_text_bytes = 256u << 10;  // a text or candidate item (kernels/action.h's limit)
+};
+
+/// One item of an evaluate request, realized: the candidate (or why there is none) and the
+/// settings it is evaluated under (the server's, with the item's overrides).
+struct PreparedItem {
+  int task_id = 0;
+  EvalSettings settings;
+  std::string settings_id;  // equal for items one Evaluator can serve (settings.key_json())
+  std::optional<Candidate> candidate;
+  std::string raw_action;  // what the record keeps: the text, the candidate file, "k=v,..."
+  ActionInfo action;
+  std::string format_error;  // why there is no candidate (a format_error record)
+};
+
+/// Parses and realizes `POST /v1/evaluate`'s body. Throws ApiException: 400 bad_request for
+/// malformed JSON, a wrong type, an unknown field or a bad value (naming the field, e.g.
+/// "items[3].mode"), 400 too_large for too many items or an item's text over its limit, 413
+/// too_large for a body over its limit. A text, candidate or configuration that yields no
+/// candidate is not an error: its item has `format_error`.
+std::vector<PreparedItem> parse_evaluate_request(std::string_view body, const EvalSettings& defaults,
+                                                 const ServeLimits& limits = {});
+
+/// `GET /v1/tasks`: every task with its name, family and the splits it belongs to.
+nlohmann::json tasks_json();
+/// `GET /v1/tasks/{id}/prompt?style=`: throws ApiException 404 for an unknown task, 400 for a bad
+/// style.
+nlohmann::json prompt_json(int task_id, std::string_view style, Scale scale);
+
+}  // namespace kbrl::serving

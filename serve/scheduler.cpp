@@ -1,0 +1,412 @@
+#include "scheduler.h"
+
+#include <algorithm>
+#include <random>
+
+#include <fmt/format.h>
+
+#include <kbrl/error.h>
+
+namespace kbrl::serving {
+namespace {
+
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kKeptJobs = 4096;  // finished jobs kept for GET /v1/jobs/{id}
+
+ApiError queue_full(size_t queued, size_t max) {
+  return {429, "queue_full", fmt::format("the queue holds {} of at most {} items: retry later", queued, max),
+          {}, true, 2};
+}
+ApiError shutting_down() {
+  return {503, "shutting_down", "the server is shutting down: send the items to another server or retry later",
+          {}, true, 5};
+}
+ApiError worker_lost(int device, const std::string& why) {
+  return {503, "worker_lost",
+          fmt::format("GPU {} could not evaluate these items (a fault of the server, not of the candidates): {}",
+                      device, why),
+          {}, true, 5};
+}
+
+double kernel_seconds(const EvalRecord& r) {
+  double ms = 0;
+  for (const auto& stats : {r.runtime, r.reference})
+    if (stats) ms += stats->mean_ms * static_cast<double>(stats->n);
+  return ms / 1000.0;
+}
+
+}  // namespace
+
+std::string_view to_string(Job::Status status) {
+  switch (status) {
+    case Job::Status::queued: return "queued";
+    case Job::Status::running: return "running";
+    case Job::Status::done: return "done";
+    case Job::Status::failed: return "failed";
+  }
+  return "unknown";
+}
+
+// ----- Job -------------------------------------------------------------------------------------
+
+Job::Job(std::string id, std::string client, size_t total, Done on_done)
+    : id_(std::move(id)), client_(std::move(client)), total_(total), on_done_(std::move(on_done)), records_(total) {}
+
+Job::Status Job::status() const {
+  std::lock_guard lock(mutex_);
+  return status_;
+}
+size_t Job::done() const {
+  std::lock_guard lock(mutex_);
+  return done_;
+}
+bool Job::finished() const {
+  std::lock_guard lock(mutex_);
+  return status_ == Status::done || status_ == Status::failed;
+}
+std::optional<ApiError> Job::error() const {
+  std::lock_guard lock(mutex_);
+  return error_;
+}
+std::vector<EvalRecord> Job::records() const {
+  std::lock_guard lock(mutex_);
+  std::vector<EvalRecord> out;
+  out.reserve(records_.size());
+  for (const auto& r : records_)
+    if (r) out.push_back(*r);
+  return out;
+}
+
+nlohmann::json Job::to_json() const {
+  std::lock_guard lock(mutex_);
+  Json j = {{"job", id_}, {"status", std::string(serving::to_string(status_))}, {"done", done_}, {"total", total_}};
+  if (status_ == Status::done) {
+    Json records = Json::array();
+    for (const auto& r : records_) records.push_back(*r);
+    j["records"] = std::move(records);
+  }
+  if (status_ == Status::failed && error_) j["error"] = error_json(*error_)["error"];
+  return j;
+}
+
+void Job::started() {
+  std::lock_guard lock(mutex_);
+  if (status_ == Status::queued) status_ = Status::running;
+}
+
+void Job::complete(size_t index, const EvalRecord& record) {
+  Done call;
+  {
+    std::lock_guard lock(mutex_);
+    if (status_ == Status::done || status_ == Status::failed || records_[index]) return;
+    records_[index] = record;
+    if (++done_ < total_) return;
+    status_ = Status::done;
+    call = std::move(on_done_);
+  }
+  if (call) call(*this);
+}
+
+void Job::fail(const ApiError& error) {
+  Done call;
+  {
+    std::lock_guard lock(mutex_);
+    if (status_ == Status::done || status_ == Status::failed) return;
+    status_ = Status::failed;
+    error_ = error;
+    call = std::move(on_done_);
+  }
+  if (call) call(*this);
+}
+
+// ----- Scheduler -------------------------------------------------------------------------------
+
+struct Scheduler::Gpu {
+  int device = 0;
+  std::thread thread;
+  std::list<std::pair<std::string, std::unique_ptr<Evaluator>>> evaluators;  // most recent first
+  int64_t retired_restarts = 0;  // of evaluators closed
+  std::atomic<int64_t> restart_count{0};  // restarts(), published by the dispatcher for /metrics
+
+  Evaluator& evaluator(const PreparedItem& item, RolloutLog* log, size_t keep) {
+    for (auto it = evaluators.begin(); it != evaluators.end(); ++it) {
+      if (it->first != item.settings_id) continue;
+      evaluators.splice(evaluators.begin(), evaluators, it);
+      return *evaluators.front().second;
+    }
+    while (evaluators.size() >= keep) {
+      retired_restarts += std::max<int64_t>(0, evaluators.back().second->worker_starts() - 1);
+      evaluators.pop_back();
+    }
+    EvalSettings settings = item.settings;
+    settings.device = device;
+    auto evaluator = std::make_unique<Evaluator>(settings);
+    evaluator->attach_log(log);
+    evaluators.emplace_front(item.settings_id, std::move(evaluator));
+    return *evaluators.front().second;
+  }
+
+  int64_t restarts() const {
+    int64_t n = retired_restarts;
+    for (const auto& [id, e] : evaluators) n += std::max<int64_t>(0, e->worker_starts() - 1);
+    return n;
+  }
+};
+
+Scheduler::Scheduler(EvalSettings defaults, SchedulerOptions options)
+    : defaults_(std::move(defaults)), options_(std::move(options)) {
+  KBRL_CHECK_INPUT(!options_.gpus.empty(), "the server needs at least one GPU (--gpus)");
+  KBRL_CHECK_INPUT(options_.max_queue >= 1, "--max-queue must be at least 1");
+  KBRL_CHECK_INPUT(options_.batch >= 1, "--batch must be at least 1");
+  if (!options_.log.empty()) log_ = std::make_unique<RolloutLog>(options_.log);
+  metrics_.gpus = options_.gpus.size();
+  for (int device : options_.gpus) {
+    auto gpu = std::make_unique<Gpu>();
+    gpu->device = device;
+    gpus_.push_back(std::move(gpu));
+  }
+  for (auto& gpu : gpus_) gpu->thread = std::thread([this, g = gpu.get()] { dispatch(*g); });
+}
+
+Scheduler::~Scheduler() { drain(); }
+
+std::string Scheduler::new_job_id() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return fmt::format("{:016x}", rng() ^ (++job_counter_ << 48));
+}
+
+std::shared_ptr<Job> Scheduler::submit(const std::string& client, std::vector<PreparedItem> items, Job::Done on_done) {
+  if (draining_) throw ApiException(shutting_down());
+  KBRL_ASSERT(!items.empty(), "a job without items");
+  if (items.size() > options_.max_queue)
+    throw ApiException(too_large(fmt::format("{} items at once; this server queues at most {} (--max-queue): split them",
+                                             items.size(), options_.max_queue), "items"));
+  std::lock_guard lock(mutex_);
+  if (draining_) throw ApiException(shutting_down());
+  if (queued_ + items.size() > options_.max_queue) throw ApiException(queue_full(queued_, options_.max_queue));
+  auto job = std::make_shared<Job>(new_job_id(), client, items.size(), std::move(on_done));
+  auto& queue = queues_[client];
+  for (size_t i = 0; i < items.size(); ++i)
+    queue.push_back({job, i, std::make_shared<const PreparedItem>(std::move(items[i]))});
+  queued_ += items.size();
+  jobs_[job->id()] = job;
+  job_order_.push_back(job->id());
+  while (job_order_.size() > kKeptJobs) {
+    auto it = jobs_.find(job_order_.front());
+    if (it != jobs_.end() && !it->second->finished()) break;
+    if (it != jobs_.end()) jobs_.erase(it);
+    job_order_.pop_front();
+  }
+  work_.notify_all();
+  return job;
+}
+
+std::shared_ptr<Job> Scheduler::job(const std::string& id) const {
+  std::lock_guard lock(mutex_);
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : it->second;
+}
+
+void Scheduler::cancel(const std::shared_ptr<Job>& job, const ApiError& why) {
+  {
+    std::lock_guard lock(mutex_);
+    auto q = queues_.find(job->client());
+    if (q != queues_.end()) {
+      const size_t before = q->second.size();
+      std::erase_if(q->second, [&](const Entry& e) { return e.job == job; });
+      queued_ -= before - q->second.size();
+    }
+  }
+  job->fail(why);
+}
+
+std::vector<Scheduler::Entry> Scheduler::take_batch(std::unique_lock<std::mutex>&) {
+  // Fair share: one item from each client in turn, starting after the client served last.
+  std::vector<Entry> batch;
+  while (batch.size() < options_.batch && queued_ > 0) {
+    auto it = queues_.upper_bound(next_client_);
+    if (it == queues_.end()) it = queues_.begin();
+    while (it->second.empty()) {
+      it = queues_.erase(it);
+      if (it == queues_.end()) it = queues_.begin();
+    }
+    batch.push_back(std::move(it->second.front()));
+    it->second.pop_front();
+    --queued_;
+    next_client_ = it->first;
+    if (it->second.empty()) queues_.erase(it);
+  }
+  return batch;
+}
+
+void Scheduler::dispatch(Gpu& gpu) {
+  for (;;) {
+    std::vector<Entry> batch;
+    {
+      std::unique_lock lock(mutex_);
+      work_.wait(lock, [this] { return stopping_ || queued_ > 0; });
+      if (queued_ == 0) return;  // stopping, nothing left
+      batch = take_batch(lock);
+      running_ += batch.size();
+    }
+    const size_t n = batch.size();
+    run_batch(gpu, std::move(batch));
+    gpu.restart_count = gpu.restarts();
+    std::lock_guard lock(mutex_);
+    running_ -= n;
+  }
+}
+
+void Scheduler::remember(const std::string& key, const EvalRecord& record) {
+  // mutex_ held
+  if (options_.recent_records == 0) return;
+  if (auto it = recent_index_.find(key); it != recent_index_.end()) recent_.erase(it->second);
+  recent_.emplace_front(key, record);
+  recent_index_[key] = recent_.begin();
+  while (recent_.size() > options_.recent_records) {
+    recent_index_.erase(recent_.back().first);
+    recent_.pop_back();
+  }
+}
+
+void Scheduler::answer(const std::string& key, const EvalRecord& record) {
+  std::vector<Waiter> waiters;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = in_flight_.find(key);
+    if (it != in_flight_.end()) {
+      waiters = std::move(it->second);
+      in_flight_.erase(it);
+    }
+    remember(key, record);
+    metrics_.evaluations[std::string(to_string(record.outcome))] += static_cast<int64_t>(waiters.size());
+    metrics_.deduplicated += waiters.empty() ? 0 : static_cast<int64_t>(waiters.size()) - 1;
+  }
+  for (const Waiter& w : waiters) w.job->complete(w.index, record);
+}
+
+void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
+  // Items one Evaluator serves (the same settings) go together, in their order.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<Entry*>> groups;
+  for (Entry& e : batch) {
+    if (e.job->finished()) continue;  // cancelled or failed meanwhile
+    e.job->started();
+    auto [it, fresh] = groups.try_emplace(e.item->settings_id);
+    if (fresh) order.push_back(e.item->settings_id);
+    it->second.push_back(&e);
+  }
+  for (const std::string& id : order) {
+    std::vector<Entry*>& group = groups[id];
+    std::vector<std::string> leading;  // keys this dispatcher evaluates (waiters may join them)
+    try {
+      Evaluator& evaluator = gpu.evaluator(*group.front()->item, log_.get(), options_.evaluators_per_gpu);
+      std::vector<KeyedCandidate> todo;
+      std::vector<std::pair<std::string, ActionInfo>> actions;
+      for (Entry* e : group) {
+        const PreparedItem& item = *e->item;
+        if (!item.candidate) {
+          const EvalRecord record = evaluator.format_error(item.task_id, item.raw_action, item.action, item.format_error);
+          {
+            std::lock_guard lock(mutex_);
+            metrics_.evaluations[std::string(to_string(record.outcome))] += 1;
+          }
+          e->job->complete(e->index, record);
+          continue;
+        }
+        KeyedCandidate keyed = evaluator.keyed(*item.candidate);  // may start the worker (the device's arch)
+        std::optional<EvalRecord> known;
+        {
+          std::lock_guard lock(mutex_);
+          if (auto r = recent_index_.find(keyed.key); r != recent_index_.end()) {
+            known = r->second->second;
+            metrics_.evaluations[std::string(to_string(known->outcome))] += 1;
+            metrics_.deduplicated += 1;
+          } else if (auto f = in_flight_.find(keyed.key); f != in_flight_.end()) {
+            f->second.push_back({e->job, e->index});  // answered with the one in flight
+            continue;
+          } else {
+            in_flight_[keyed.key].push_back({e->job, e->index});
+            leading.push_back(keyed.key);
+          }
+        }
+        if (known) {
+          e->job->complete(e->index, *known);
+          continue;
+        }
+        todo.push_back(std::move(keyed));
+        actions.emplace_back(item.raw_action, item.action);
+      }
+      if (todo.empty()) continue;
+      const auto start = Clock::now();
+      const std::vector<EvalRecord> records = evaluator.evaluate_all(todo, std::nullopt, actions);
+      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      {
+        std::lock_guard lock(mutex_);
+        metrics_.gpu_seconds += seconds;
+        for (const EvalRecord& r : records) {
+          metrics_.compile_seconds += r.compile.seconds;
+          metrics_.kernel_seconds += kernel_seconds(r);
+        }
+      }
+      for (size_t i = 0; i < records.size(); ++i) answer(todo[i].key, records[i]);
+      leading.clear();
+    } catch (const std::exception& e) {
+      // A fault of the harness or the machine: the group's jobs (and whoever waits on its keys)
+      // fail with a retryable error; nothing is recorded as the candidates' outcome.
+      const ApiError error = worker_lost(gpu.device, e.what());
+      std::vector<Waiter> waiters;
+      {
+        std::lock_guard lock(mutex_);
+        for (const std::string& key : leading) {
+          auto it = in_flight_.find(key);
+          if (it == in_flight_.end()) continue;
+          for (Waiter& w : it->second) waiters.push_back(std::move(w));
+          in_flight_.erase(it);
+        }
+        metrics_.jobs_failed += 1;
+      }
+      for (Entry* entry : group) entry->job->fail(error);
+      for (const Waiter& w : waiters) w.job->fail(error);
+    }
+  }
+}
+
+void Scheduler::hand_back() {
+  std::vector<std::shared_ptr<Job>> handed_back;
+  {
+    std::lock_guard lock(mutex_);
+    draining_ = true;
+    for (auto& [client, queue] : queues_)
+      for (Entry& e : queue) handed_back.push_back(e.job);
+    queues_.clear();
+    queued_ = 0;
+  }
+  for (const auto& job : handed_back) job->fail(shutting_down());
+}
+
+void Scheduler::drain(bool hand_back_queued) {
+  if (hand_back_queued) hand_back();
+  {
+    std::lock_guard lock(mutex_);
+    draining_ = true;
+    stopping_ = true;
+  }
+  work_.notify_all();
+  std::lock_guard join(join_mutex_);  // drain() from a signal's thread and from the destructor
+  for (auto& gpu : gpus_)
+    if (gpu->thread.joinable()) gpu->thread.join();
+}
+
+SchedulerMetrics Scheduler::metrics() const {
+  std::lock_guard lock(mutex_);
+  SchedulerMetrics m = metrics_;
+  m.queued = queued_;
+  m.running = running_;
+  for (const auto& g : gpus_) m.worker_restarts += g->restart_count;
+  return m;
+}
+
+}  // namespace kbrl::serving

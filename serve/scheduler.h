@@ -1,0 +1,162 @@
+#pragma once
+// The scheduler of `kbrl serve`: a bounded queue of evaluation items shared fairly between
+// clients, one dispatcher thread per GPU that owns that GPU's Evaluators (one worker process each,
+// compilation on the evaluator's thread pool), identical items (same record key) evaluated once
+// and answered to every waiter, and a drain on shutdown. Infrastructure failures (a worker that
+// cannot start, the GPU gone, shutting down) fail a job with a retryable ApiError, never a record.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <harness/evaluator.h>
+#include <harness/record/rollout_log.h>
+
+#include "api.h"
+
+namespace kbrl::serving {
+
+struct SchedulerOptions {
+  std::vector<int> gpus = {0};  // device indices, one dispatcher each
+  size_t max_queue = 4096;      // items waiting at most; more is 429 queue_full
+  size_t batch = 64;            // items a dispatcher takes at once (compiled together)
+  std::filesystem::path log;    // the rollout log every record goes to ("" = none)
+  size_t evaluators_per_gpu = 4;  // distinct settings kept open per GPU (least recently used closed)
+  size_t recent_records = 4096;   // records kept in memory to answer repeated items
+};
+
+/// One request's items and, as they finish, their records.
+class Job {
+ public:
+  enum class Status { queued, running, done, failed };
+  using Done = std::function<void(const Job&)>;
+
+  Job(std::string id, std::string client, size_t total, Done on_done);
+  const std::string& id() const { return id_; }
+  const std::string& client() const { return client_; }
+  size_t total() const { return total_; }
+
+  /// A snapshot: status, items done, and the records when done or the error when failed.
+  Status status() const;
+  size_t done() const;
+  std::vector<EvalRecord> records() const;  // complete only when status() == done
+  std::optional<ApiError> error() const;
+  /// {"job", "status", "done", "total"} (+ "records" when done, "error" when failed).
+  nlohmann::json to_json() const;
+  bool finished() const;
+
+ private:
+  friend class Scheduler;
+  void started();
+  void complete(size_t index, const EvalRecord& record);  // calls on_done after the last
+  void fail(const ApiError& error);                       // calls on_done once
+
+  const std::string id_;
+  const std::string client_;
+  const size_t total_;
+  Done on_done_;
+  mutable std::mutex mutex_;
+  Status status_ = Status::queued;
+  std::vector<std::optional<EvalRecord>> records_;
+  size_t done_ = 0;
+  std::optional<ApiError> error_;
+};
+
+std::string_view to_string(Job::Status status);
+
+/// Counters for /metrics.
+struct SchedulerMetrics {
+  size_t queued = 0;   // items waiting
+  size_t running = 0;  // items a dispatcher holds
+  std::map<std::string, int64_t> evaluations;  // records answered, by outcome
+  int64_t deduplicated = 0;  // items answered from another item's evaluation or the recent records
+  double compile_seconds = 0;
+  double gpu_seconds = 0;     // dispatcher time in the evaluator (compile, check and time)
+  double kernel_seconds = 0;  // timed runs of the candidates and their paired references
+  int64_t worker_restarts = 0;
+  int64_t jobs_failed = 0;
+  size_t gpus = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(EvalSettings defaults, SchedulerOptions options);
+  ~Scheduler();  // drains
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  /// Queues a job's items. Throws ApiException 429 queue_full (retryable, Retry-After) when they do
+  /// not fit, 413 when more than max_queue items come at once, 503 shutting_down when draining.
+  /// `on_done` runs once on a dispatcher thread when the job is done or failed.
+  std::shared_ptr<Job> submit(const std::string& client, std::vector<PreparedItem> items, Job::Done on_done = {});
+  /// A job by id (finished jobs are kept for a while); nullptr when unknown.
+  std::shared_ptr<Job> job(const std::string& id) const;
+  /// Removes a job's items that no dispatcher took yet and fails it (a client that gave up).
+  void cancel(const std::shared_ptr<Job>& job, const ApiError& why);
+
+  /// Stops taking jobs (503 shutting_down), lets the dispatchers finish what is queued, joins them.
+  /// With `hand_back`, queued items are not evaluated: their jobs fail with shutting_down.
+  void drain(bool hand_back = false);
+  /// Fails the jobs of every queued item with shutting_down (503, retryable) and stops taking jobs;
+  /// the items dispatchers hold still finish.
+  void hand_back();
+  bool draining() const { return draining_; }
+
+  SchedulerMetrics metrics() const;
+  const EvalSettings& defaults() const { return defaults_; }
+
+ private:
+  struct Entry {
+    std::shared_ptr<Job> job;
+    size_t index = 0;
+    std::shared_ptr<const PreparedItem> item;
+  };
+  struct Waiter {
+    std::shared_ptr<Job> job;
+    size_t index = 0;
+  };
+  struct Gpu;
+
+  std::vector<Entry> take_batch(std::unique_lock<std::mutex>& lock);
+  void dispatch(Gpu& gpu);
+  void run_batch(Gpu& gpu, std::vector<Entry> batch);
+  void answer(const std::string& key, const EvalRecord& record);
+  void remember(const std::string& key, const EvalRecord& record);
+  std::string new_job_id();
+
+  EvalSettings defaults_;
+  SchedulerOptions options_;
+  std::unique_ptr<RolloutLog> log_;
+
+  mutable std::mutex mutex_;
+  std::mutex join_mutex_;
+  std::condition_variable work_;
+  std::map<std::string, std::deque<Entry>> queues_;  // by client
+  std::string next_client_;  // round-robin position
+  size_t queued_ = 0;
+  size_t running_ = 0;
+  bool stopping_ = false;
+  std::atomic<bool> draining_{false};
+  std::unordered_map<std::string, std::vector<Waiter>> in_flight_;  // record key -> waiters
+  std::list<std::pair<std::string, EvalRecord>> recent_;  // most recent first
+  std::unordered_map<std::string, std::list<std::pair<std::string, EvalRecord>>::iterator> recent_index_;
+  std::map<std::string, std::shared_ptr<Job>> jobs_;
+  std::deque<std::string> job_order_;
+  uint64_t job_counter_ = 0;
+  SchedulerMetrics metrics_;
+  std::vector<std::unique_ptr<Gpu>> gpus_;
+};
+
+}  // namespace kbrl::serving
