@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Fuzzes a running kbrl serve ($KBRL_SERVE_URL) from its own OpenAPI document with schemathesis
+# (every check: no 5xx, responses as documented, schema-invalid requests rejected, valid ones
+# accepted), deterministically, for a bounded time. schemathesis comes from PyPI through
+# .ci/setup-serve ($KBRL_SCHEMATHESIS, else ~/.cache/kbrl/serve/venv/bin/schemathesis). Without it:
+# exit 77 (skipped), or 1 when KBRL_REQUIRE_SERVE_FUZZ=1 (CI, which has PyPI).
+set -uo pipefail
+st=${KBRL_SCHEMATHESIS:-${KBRL_SERVE_HOME:-$HOME/.cache/kbrl/serve}/venv/bin/schemathesis}
+if [ ! -x "$st" ]; then
+  echo "fuzz_api: schemathesis not found at $st: run bash .ci/setup-serve (needs PyPI)" >&2
+  [ "${KBRL_REQUIRE_SERVE_FUZZ:-0}" = 1 ] && exit 1
+  exit 77
+fi
+timeout 600 "$st" run "$KBRL_SERVE_URL/v1/openapi.json" --checks all --max-examples 100 \
+  --generation-deterministic --request-timeout 120 --no-color 2>&1 | tail -n 40
+exit "${PIPESTATUS[0]}"

@@ -1,0 +1,349 @@
+// kbrl serve end to end on the CPU: the real server, scheduler and evaluator (NVRTC compiles the
+// candidates), with a fake GPU worker answering every candidate as correct at speedup 2.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include <policies/http_client.h>
+#include <serve/client.h>
+#include <serve/server.h>
+
+#include "serve_testing.h"
+
+namespace kbrl::serving {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+using testing::read_file;
+
+/// Candidates that differ in their launch plan and source (a compile each).
+std::string relu_candidate(int grid = 16384) { return testing::relu_file(grid); }
+
+size_t line_count(const fs::path& path) {
+  std::ifstream in(path);
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/kbrl-serve-test-XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+/// A server on a free loopback port, run on a thread, stopped (drained) when destroyed.
+class TestServer {
+ public:
+  TestServer(const fs::path& dir, SchedulerOptions scheduling = {}, ServerOptions serving = {},
+             std::string worker = KBRL_FAKE_GPU_WORKER) {
+    EvalSettings settings;
+    settings.worker_program = std::move(worker);
+    settings.cache_dir = dir / "compile-cache";
+    settings.secret = 7;
+    serving.port = 0;
+    scheduler_ = std::make_unique<Scheduler>(settings, scheduling);
+    server_ = std::make_unique<Server>(serving, *scheduler_);
+    url_ = "http://127.0.0.1:" + std::to_string(server_->port());
+    thread_ = std::thread([this] { server_->run(/*handle_signals=*/false); });
+  }
+  ~TestServer() { stop(); }
+  void stop() {
+    if (!thread_.joinable()) return;
+    server_->stop();
+    thread_.join();
+  }
+  const std::string& url() const { return url_; }
+  Scheduler& scheduler() { return *scheduler_; }
+
+ private:
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<Server> server_;
+  std::string url_;
+  std::thread thread_;
+};
+
+HttpClient& http() {
+  static HttpClient client([] {
+    HttpOptions o;
+    o.retries = 0;
+    o.timeout_seconds = 300;
+    o.max_concurrent = 32;
+    return o;
+  }());
+  return client;
+}
+
+Json post(const std::string& url, const Json& body, long expect = 200, const std::vector<std::string>& headers = {}) {
+  const HttpResponse r = http().post_json(url, body.dump(), headers);
+  EXPECT_EQ(r.status, expect) << r.body.substr(0, 500);
+  return Json::parse(r.body, nullptr, false);
+}
+
+Json get(const std::string& url, long expect = 200, const std::vector<std::string>& headers = {}) {
+  const HttpResponse r = http().get(url, headers);
+  EXPECT_EQ(r.status, expect) << r.body.substr(0, 500);
+  return Json::parse(r.body, nullptr, false);
+}
+
+/// A runs file the fake worker appends to; set before the server starts its workers.
+class FakeGpuRuns {
+ public:
+  explicit FakeGpuRuns(const fs::path& path) : path_(path) { ::setenv("KBRL_FAKE_GPU_RUNS", path.c_str(), 1); }
+  ~FakeGpuRuns() { ::unsetenv("KBRL_FAKE_GPU_RUNS"); }
+  size_t count() const { return line_count(path_); }
+
+ private:
+  fs::path path_;
+};
+
+TEST(Serve, AnswersOneRecordPerItemInOrder) {
+  TempDir dir;
+  TestServer server(dir.path());
+  const Json items = {{{"task_id", 19}, {"candidate", relu_candidate()}},
+                      {{"task_id", 19}, {"text", "No code from me today.\n```cuda\n```"}},
+                      {{"task_id", 19}, {"text", "```cuda\n" + relu_candidate(8192) + "```"}, {"reward", "composite"}}};
+  const Json answer = post(server.url() + "/v1/evaluate", {{"items", items}});
+  ASSERT_EQ(answer["records"].size(), 3u);
+  const EvalRecord ok = record_from_json(answer["records"][0]);
+  EXPECT_EQ(ok.outcome, Outcome::ok) << ok.outcome_detail;
+  EXPECT_NEAR(ok.speedup, 2.0, 1e-9);
+  EXPECT_EQ(ok.raw_action, relu_candidate());
+  EXPECT_EQ(ok.device, "fake GPU (kbrl tests)");
+  const EvalRecord none = record_from_json(answer["records"][1]);
+  EXPECT_EQ(none.outcome, Outcome::format_error);
+  EXPECT_EQ(none.reward, 0.0);
+  const EvalRecord text = record_from_json(answer["records"][2]);
+  EXPECT_EQ(text.outcome, Outcome::ok) << text.outcome_detail;
+  EXPECT_NE(text.key, ok.key);
+  EXPECT_GT(text.reward, ok.reward) << "the composite reward adds compile and correctness terms";
+  // kbrl eval --server prints the same verdict through the C++ client.
+  const fs::path file = dir.path() / "relu.cu";
+  std::ofstream(file) << relu_candidate();
+  const std::string command = std::string(KBRL_CLI) + " eval --task 19 --kernel " + file.string() + " --server " +
+                              server.url() + " --json " + (dir.path() / "r.json").string() + " > /dev/null";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  EXPECT_EQ(Json::parse(read_file(dir.path() / "r.json"))["key"], ok.key);
+}
+
+TEST(Serve, IdenticalItemsAreEvaluatedOnceForEveryWaiter) {
+  TempDir dir;
+  FakeGpuRuns runs(dir.path() / "runs.txt");
+  TestServer server(dir.path());
+  const Json item = {{"task_id", 19}, {"candidate", relu_candidate(4096)}};
+  std::vector<std::thread> clients;
+  std::vector<Json> answers(4);
+  for (int c = 0; c < 4; ++c)
+    clients.emplace_back([&, c] { answers[c] = post(server.url() + "/v1/evaluate", {{"items", {item, item, item}}}); });
+  for (auto& t : clients) t.join();
+  std::set<std::string> keys;
+  for (const Json& a : answers) {
+    ASSERT_EQ(a["records"].size(), 3u);
+    for (const Json& r : a["records"]) keys.insert(r["key"].get<std::string>() + r["timestamp"].get<std::string>());
+  }
+  EXPECT_EQ(keys.size(), 1u) << "every waiter gets the one evaluation";
+  EXPECT_EQ(runs.count(), 1u);
+  const std::string metrics = http().get(server.url() + "/metrics").body;
+  EXPECT_NE(metrics.find("kbrl_evaluations_total{outcome=\"ok\"} 12"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("kbrl_deduplicated_total 11"), std::string::npos) << metrics;
+}
+
+TEST(Serve, AsyncJobsArePolledToTheirRecords) {
+  TempDir dir;
+  TestServer server(dir.path());
+  const Json accepted = post(server.url() + "/v1/evaluate?async=1",
+                             {{"items", {{{"task_id", 19}, {"candidate", relu_candidate()}}}}}, 202);
+  const std::string id = accepted["job"];
+  EXPECT_EQ(accepted["status_url"], "/v1/jobs/" + id);
+  Json job;
+  for (int i = 0; i < 600; ++i) {
+    job = get(server.url() + "/v1/jobs/" + id);
+    if (job["status"] == "done") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(job["status"], "done") << job.dump();
+  EXPECT_EQ(job["done"], 1);
+  EXPECT_EQ(job["records"][0]["outcome"], "ok");
+  get(server.url() + "/v1/jobs/0123456789abcdef", 404);
+  get(server.url() + "/v1/jobs/..%2F..%2Fetc", 404);
+}
+
+TEST(Serve, BadRequestsGetJsonErrors) {
+  TempDir dir;
+  ServerOptions options;
+  options.limits.max_body_bytes = 64 << 10;
+  TestServer server(dir.path(), {}, options);
+  auto expect_error = [](const HttpResponse& r, long status, const std::string& code) {
+    EXPECT_EQ(r.status, status) << r.body;
+    const Json j = Json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << r.body;
+    EXPECT_EQ(j["error"]["code"], code) << r.body;
+  };
+  expect_error(http().post_json(server.url() + "/v1/evaluate", "{not json"), 400, "bad_request");
+  expect_error(http().post_json(server.url() + "/v1/evaluate", R"({"items": [{"task_id": 19, "text": 1}]})"), 400,
+               "bad_request");
+  expect_error(http().post_json(server.url() + "/v1/evaluate?async=maybe", R"({"items": []})"), 400, "bad_request");
+  expect_error(http().post_json(server.url() + "/v1/evaluate?debug=1", R"({"items": []})"), 400, "bad_request");
+  expect_error(http().get(server.url() + "/v1/evaluate"), 405, "method_not_allowed");
+  expect_error(http().get(server.url() + "/v1/nothing"), 404, "not_found");
+  expect_error(http().get(server.url() + "/v1/tasks/0/prompt"), 404, "not_found");
+  expect_error(http().get(server.url() + "/v1/tasks/abc/prompt"), 404, "not_found");
+  expect_error(http().get(server.url() + "/v1/tasks/19/prompt?style=poem"), 400, "bad_request");
+  expect_error(http().post_json(server.url() + "/v1/evaluate", std::string(100 << 10, ' ')), 413, "too_large");
+  // The server is still there and answers.
+  EXPECT_EQ(get(server.url() + "/healthz")["status"], "ok");
+  EXPECT_EQ(get(server.url() + "/v1/tasks")["tasks"].size(), 100u);
+  EXPECT_EQ(get(server.url() + "/v1/tasks/19/prompt?style=file")["task_id"], 19);
+  EXPECT_EQ(get(server.url() + "/v1/openapi.json")["openapi"].get<std::string>().substr(0, 2), "3.");
+}
+
+TEST(Serve, ATokenIsNeededOffLoopbackAndChecked) {
+  TempDir dir;
+  Scheduler scheduler(EvalSettings{}, {});
+  ServerOptions open;
+  open.host = "0.0.0.0";
+  open.port = 0;
+  EXPECT_THROW(Server(open, scheduler), InputError);
+  ServerOptions guarded;
+  guarded.token = "0123456789abcdef-secret";
+  TestServer server(dir.path(), {}, guarded);
+  EXPECT_EQ(get(server.url() + "/v1/tasks", 401)["error"]["code"], "unauthorized");
+  get(server.url() + "/v1/tasks", 401, {"Authorization: Bearer wrong"});
+  get(server.url() + "/v1/tasks", 401, {"Authorization: Bearer 0123456789abcdef-secreT"});
+  get(server.url() + "/v1/tasks", 200, {"Authorization: Bearer 0123456789abcdef-secret"});
+  get(server.url() + "/healthz", 200);  // health checks need no token
+}
+
+TEST(Serve, AFullQueueAnswers429AndDrainFinishesWhatIsQueued) {
+  TempDir dir;
+  ::setenv("KBRL_FAKE_GPU_MS", "1500", 1);  // read by the worker, which starts on the first item
+  SchedulerOptions scheduling;
+  scheduling.max_queue = 2;
+  scheduling.batch = 2;
+  auto server = std::make_unique<TestServer>(dir.path(), scheduling);
+  auto async = [&](int grid) {
+    return post(server->url() + "/v1/evaluate?async=1",
+                {{"items", {{{"task_id", 19}, {"candidate", relu_candidate(grid)}}}}}, 202)["job"].get<std::string>();
+  };
+  const std::string first = async(1000);
+  for (int i = 0; i < 600 && server->scheduler().metrics().running < 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(server->scheduler().metrics().running, 1u);  // the worker holds it for 1.5 s
+  const std::string second = async(1001), third = async(1002);
+  EXPECT_EQ(server->scheduler().metrics().queued, 2u);
+  const Json full = post(server->url() + "/v1/evaluate?async=1",
+                         {{"items", {{{"task_id", 19}, {"candidate", relu_candidate(1004)}}}}}, 429);
+  EXPECT_EQ(full["error"]["code"], "queue_full");
+  EXPECT_EQ(full["error"]["retryable"], true);
+  // Draining: no new jobs; the queued ones are evaluated and answered.
+  std::thread stopper([&] { server->stop(); });
+  for (int i = 0; i < 200 && !server->scheduler().draining(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_THROW(server->scheduler().submit("late", {}), ApiException);
+  stopper.join();
+  for (const std::string& id : {first, second, third}) {
+    const auto job = server->scheduler().job(id);
+    ASSERT_NE(job, nullptr);
+    EXPECT_EQ(job->status(), Job::Status::done) << id;
+  }
+  server.reset();
+  ::unsetenv("KBRL_FAKE_GPU_MS");
+}
+
+TEST(Serve, ARestartedServerWithTheSameLogAnswersFromIt) {
+  TempDir dir;
+  FakeGpuRuns runs(dir.path() / "runs.txt");
+  SchedulerOptions scheduling;
+  scheduling.log = dir.path() / "log" / "rollouts.jsonl";
+  const Json items = {{{"task_id", 19}, {"candidate", relu_candidate(2000)}},
+                      {{"task_id", 19}, {"candidate", relu_candidate(2001)}},
+                      {{"task_id", 19}, {"text", "```\n```"}}};
+  Json before;
+  {
+    TestServer server(dir.path(), scheduling);
+    before = post(server.url() + "/v1/evaluate", {{"items", items}});
+  }
+  EXPECT_EQ(runs.count(), 2u);
+  TestServer again(dir.path(), scheduling);
+  const Json after = post(again.url() + "/v1/evaluate", {{"items", items}});
+  EXPECT_EQ(runs.count(), 2u) << "nothing evaluated again";
+  ASSERT_EQ(after["records"].size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(after["records"][i]["key"], before["records"][i]["key"]);
+    EXPECT_EQ(after["records"][i]["timestamp"], before["records"][i]["timestamp"]);
+  }
+  EXPECT_EQ(line_count(scheduling.log), 3u);
+}
+
+TEST(Serve, AWorkerThatCannotStartIsARetryable503) {
+  TempDir dir;
+  TestServer server(dir.path(), {}, {}, (dir.path() / "no-such-worker").string());
+  const Json answer = post(server.url() + "/v1/evaluate", {{"items", {{{"task_id", 19}, {"candidate", relu_candidate()}}}}}, 503);
+  EXPECT_EQ(answer["error"]["code"], "worker_lost");
+  EXPECT_EQ(answer["error"]["retryable"], true);
+}
+
+TEST(Serve, TheClientMovesToTheNextUrlAndASlowClientIsCutOff) {
+  TempDir dir;
+  ServerOptions options;
+  options.read_timeout_seconds = 1;
+  TestServer server(dir.path(), {}, options);
+  // A port nothing listens on, first in the list.
+  const int probe = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(probe, reinterpret_cast<sockaddr*>(&addr), &len);
+  const std::string dead = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  ::close(probe);
+  ClientOptions options_client;
+  options_client.urls = parse_server_urls(dead + "," + server.url() + "/");
+  options_client.backoff_seconds = 0.01;
+  Client client(options_client);
+  const auto records = client.evaluate(Json::array({{{"task_id", 19}, {"text", "no code\n```\n```"}}}));
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].outcome, Outcome::format_error);
+  EXPECT_GE(client.retries(), 1);
+  EXPECT_THROW(client.evaluate(Json::array({{{"task_id", 999}, {"text", "x"}}})), InputError);
+  EXPECT_THROW(parse_server_urls("ftp://x"), InputError);
+
+  // Half a request, then silence: the server closes the connection after its read timeout.
+  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  addr.sin_port = htons(static_cast<uint16_t>(std::stoi(server.url().substr(server.url().rfind(':') + 1))));
+  ASSERT_EQ(::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string partial = "POST /v1/evaluate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n";
+  ASSERT_EQ(::send(s, partial.data(), partial.size(), 0), static_cast<ssize_t>(partial.size()));
+  const auto start = std::chrono::steady_clock::now();
+  char buffer[256];
+  const ssize_t got = ::recv(s, buffer, sizeof buffer, 0);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ::close(s);
+  EXPECT_LE(got, 0);
+  EXPECT_LT(waited, 10.0);
+}
+
+}  // namespace
+}  // namespace kbrl::serving

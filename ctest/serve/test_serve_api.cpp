@@ -1,0 +1,165 @@
+// The evaluate request's parsing: every malformed part is a 400 or 413 naming its field; text that
+// yields no candidate is a format error, not an HTTP error; an item's overrides reach its settings.
+#include <gtest/gtest.h>
+
+#include <serve/api.h>
+
+namespace kbrl::serving {
+namespace {
+
+using Json = nlohmann::json;
+
+const char* kRelu =
+    "// kbrl: launch relu_forward grid=cdiv(numel(x),256) block=256 args=in:x,out:y,i64:numel(x)\n"
+    "extern \"C\" __global__ void relu_forward(const float* x, float* y, long long n) {\n"
+    "  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i < n) y[i] = x[i] < 0.f ? 0.f : x[i];\n"
+    "}\n";
+
+/// The error parse_evaluate_request throws for `body` (fails the test when it throws none).
+ApiError error_of(const std::string& body, const ServeLimits& limits = {}) {
+  try {
+    parse_evaluate_request(body, EvalSettings{}, limits);
+  } catch (const ApiException& e) {
+    return e.error();
+  }
+  ADD_FAILURE() << "no error for " << body.substr(0, 200);
+  return {};
+}
+
+TEST(ServeApi, ParsesEachKindOfItemWithItsOverrides) {
+  const Json body = {{"items",
+                      {{{"task_id", 19}, {"candidate", kRelu}},
+                       {{"task_id", 19}, {"text", "I would rather not write a kernel.\n```\n```"}},
+                       {{"task_id", 19}, {"text", std::string("```cuda\n") + kRelu + "```\n"}, {"mode", "full"},
+                        {"tolerance", "legacy"}, {"inputs", "kernelbench"}, {"reward", "composite"}}}}};
+  const std::vector<PreparedItem> items = parse_evaluate_request(body.dump(), EvalSettings{});
+  ASSERT_EQ(items.size(), 3u);
+  ASSERT_TRUE(items[0].candidate.has_value());
+  EXPECT_EQ(items[0].raw_action, kRelu);
+  EXPECT_TRUE(items[0].format_error.empty());
+  EXPECT_FALSE(items[1].candidate.has_value());
+  EXPECT_FALSE(items[1].format_error.empty());
+  ASSERT_TRUE(items[2].candidate.has_value());
+  EXPECT_EQ(items[2].candidate->launches, items[0].candidate->launches);
+  EXPECT_EQ(items[2].settings.mode, TimingMode::full);
+  EXPECT_EQ(items[2].settings.atol, 1e-2);
+  EXPECT_EQ(items[2].settings.inputs, InputChecks::kernelbench);
+  EXPECT_EQ(items[2].settings.reward.kind, RewardKind::composite);
+  EXPECT_EQ(items[0].settings_id, items[1].settings_id);
+  EXPECT_NE(items[0].settings_id, items[2].settings_id);
+}
+
+TEST(ServeApi, AConfigurationOutsideTheTasksSpaceIsAFormatError) {
+  const Json legal = {{"block", 256}, {"vec", 4}, {"items_per_thread", 2}, {"grid", "waves"}, {"cache_hint", "none"},
+                      {"precision", "fp32"}, {"fast_math", "off"}, {"tail", "safe"}};
+  Json unknown = legal;
+  unknown["no_such_knob"] = 4;
+  Json huge = legal;
+  huge["block"] = 1e30;
+  const Json body = {{"items", {{{"task_id", 19}, {"config", legal}}, {{"task_id", 19}, {"config", unknown}},
+                                {{"task_id", 19}, {"config", huge}}}}};
+  const std::vector<PreparedItem> items = parse_evaluate_request(body.dump(), EvalSettings{});
+  ASSERT_EQ(items.size(), 3u);
+  ASSERT_TRUE(items[0].candidate.has_value()) << items[0].format_error;
+  EXPECT_EQ(items[0].action.kind, ActionKind::knobs);
+  EXPECT_NE(items[0].raw_action.find("block=256"), std::string::npos);
+  for (size_t i : {1u, 2u}) {
+    EXPECT_FALSE(items[i].candidate.has_value());
+    EXPECT_FALSE(items[i].format_error.empty());
+  }
+}
+
+TEST(ServeApi, MalformedRequestsAre400sNamingTheField) {
+  struct Case {
+    std::string body;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {"{", ""},
+      {"[1,2]", ""},
+      {R"({"items": []})", "items"},
+      {R"({"items": {}})", "items"},
+      {R"({"items": [{"task_id": 19, "text": "x"}], "extra": 1})", "extra"},
+      {R"({"items": [7]})", "items[0]"},
+      {R"({"items": [{"text": "x"}]})", "items[0].task_id"},
+      {R"({"items": [{"task_id": "19", "text": "x"}]})", "items[0].task_id"},
+      {R"({"items": [{"task_id": 19.5, "text": "x"}]})", "items[0].task_id"},
+      {R"({"items": [{"task_id": 0, "text": "x"}]})", "items[0].task_id"},
+      {R"({"items": [{"task_id": 101, "text": "x"}]})", "items[0].task_id"},
+      {R"({"items": [{"task_id": -3, "text": "x"}]})", "items[0].task_id"},
+      {R"({"items": [{"task_id": 19}]})", "items[0]"},
+      {R"({"items": [{"task_id": 19, "text": "x", "candidate": "y"}]})", "items[0]"},
+      {R"({"items": [{"task_id": 19, "text": 5}]})", "items[0].text"},
+      {R"({"items": [{"task_id": 19, "text": "x", "mode": "slow"}]})", "items[0].mode"},
+      {R"({"items": [{"task_id": 19, "text": "x", "tolerance": 0.1}]})", "items[0].tolerance"},
+      {R"({"items": [{"task_id": 19, "text": "x", "reward": "money"}]})", "items[0].reward"},
+      {R"({"items": [{"task_id": 19, "text": "x", "inputs": "all"}]})", "items[0].inputs"},
+      {R"({"items": [{"task_id": 19, "text": "x", "shell": "rm -rf /"}]})", "items[0].shell"},
+      {R"({"items": [{"task_id": 19, "config": 3}]})", "items[0].config"},
+      {R"({"items": [{"task_id": 19, "config": {"x": [1]}}]})", "items[0].config.x"},
+      {R"({"items": [{"task_id": 19, "config": {"block": 1.5}}]})", "items[0].config.block"},
+      {R"({"items": [{"task_id": 19, "config": "block=256"}]})", "items[0].config"},
+      {R"({"items": [{"task_id": 19, "text": "x"}, {"task_id": 19, "text": "x", "mode": 1}]})", "items[1].mode"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.body);
+    const ApiError e = error_of(c.body);
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.code, "bad_request");
+    EXPECT_FALSE(e.retryable);
+    EXPECT_EQ(e.field, c.field);
+    EXPECT_FALSE(e.message.empty());
+    if (!c.field.empty()) {
+      EXPECT_NE(e.message.find(c.field), std::string::npos) << e.message;
+    }
+  }
+}
+
+TEST(ServeApi, OversizedFieldsAre400sAndOversizedBodies413s) {
+  ServeLimits limits;
+  limits.max_items = 2;
+  limits.max_text_bytes = 100;
+  limits.max_body_bytes = 4096;
+  EXPECT_EQ(error_of(R"({"items": [{"task_id": 19, "text": "a"}, {"task_id": 19, "text": "b"}, {"task_id": 19, "text": "c"}]})",
+                     limits).status, 400);
+  const ApiError text = error_of(Json{{"items", {{{"task_id", 19}, {"text", std::string(101, 'x')}}}}}.dump(), limits);
+  EXPECT_EQ(text.status, 400);
+  EXPECT_EQ(text.code, "too_large");
+  EXPECT_EQ(text.field, "items[0].text");
+  EXPECT_EQ(error_of(std::string(5000, ' '), limits).status, 413);
+}
+
+TEST(ServeApi, ErrorJsonHasCodeMessageFieldAndRetryable) {
+  const Json j = error_json(bad_request("items[2].mode: unknown", "items[2].mode"));
+  EXPECT_EQ(j["error"]["code"], "bad_request");
+  EXPECT_EQ(j["error"]["field"], "items[2].mode");
+  EXPECT_EQ(j["error"]["retryable"], false);
+  EXPECT_FALSE(error_json(not_found("x"))["error"].contains("field"));
+}
+
+TEST(ServeApi, TasksAndPrompts) {
+  const Json tasks = tasks_json()["tasks"];
+  ASSERT_EQ(tasks.size(), 100u);
+  EXPECT_EQ(tasks[18]["id"], 19);
+  EXPECT_EQ(tasks[18]["name"], "19_ReLU");
+  EXPECT_FALSE(tasks[18]["splits"].empty());
+  const Json prompt = prompt_json(19, "body", Scale::kernelbench);
+  EXPECT_EQ(prompt["task_id"], 19);
+  EXPECT_NE(prompt["user"].get<std::string>().find("ReLU"), std::string::npos);
+  try {
+    prompt_json(19, "poem", Scale::kernelbench);
+    ADD_FAILURE() << "no error for style poem";
+  } catch (const ApiException& e) {
+    EXPECT_EQ(e.error().status, 400);
+  }
+  try {
+    prompt_json(555, "body", Scale::kernelbench);
+    ADD_FAILURE() << "no error for task 555";
+  } catch (const ApiException& e) {
+    EXPECT_EQ(e.error().status, 404);
+  }
+}
+
+}  // namespace
+}  // namespace kbrl::serving

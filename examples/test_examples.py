@@ -1,0 +1,135 @@
+"""Runs every example against a live `kbrl serve` at $KBRL_SERVE_URL (exit 77 when it is unset).
+
+For task 19 (ReLU) it scores a correct kernel body, a text with no code (a format_error) and a body
+that does not compile, directly and through each framework's interface (tinker-cookbook Env,
+verifiers Rubric, TRL reward function, verl compute_score), and checks: one reward per completion,
+each a float, and the format error rewarded like the uncompiled candidate (0.0 under the default
+speedup reward). Frameworks that are not installed are replaced by stubs/ (an installed one wins).
+Exits non-zero on any failure.
+"""
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import sys
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if not os.environ.get("KBRL_SERVE_URL"):
+    print("test_examples: KBRL_SERVE_URL is not set; start `kbrl serve` and set it "
+          "(e.g. KBRL_SERVE_URL=http://127.0.0.1:8750). Skipped.", file=sys.stderr)
+    sys.exit(77)
+sys.path.insert(0, HERE)
+stubbed = [p for p in ("tinker", "tinker_cookbook", "verifiers") if importlib.util.find_spec(p) is None]
+sys.path.append(os.path.join(HERE, "stubs"))  # last: an installed package always wins
+
+import kbrl_client  # noqa: E402
+import tinker  # noqa: E402
+import tinker_env  # noqa: E402
+import trl_reward  # noqa: E402
+import verifiers_rubric  # noqa: E402
+import verl_compute_score  # noqa: E402
+
+TASK = 19  # ReLU: x, y float32 [4096, 393216]; the scaffold's prelude defines y_numel
+GOOD = ("One thread per element; NaN passes through as in torch.relu.\n\n```cuda\n"
+        "long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "if (i < y_numel) y[i] = x[i] < 0.f ? 0.f : x[i];\n```\n")
+# Prose alone would be read as a kernel body and compiled; an empty block is a text with no code.
+NO_CODE = "I cannot write this kernel.\n\n```cuda\n```\n"
+BROKEN = "```cuda\ny[0] = not_a_variable;\n```\n"
+TEXTS = [GOOD, NO_CODE]
+failures: list[str] = []
+
+
+def check(name: str, fn):
+    try:
+        print(f"ok   {name}: {fn()}")
+    except Exception as e:  # noqa: BLE001 - report and go on
+        failures.append(name)
+        print(f"FAIL {name}: {e!r}")
+        traceback.print_exc(limit=3)
+
+
+def rewards_ok(rewards, uncompiled: float):
+    assert len(rewards) == len(TEXTS), f"{len(rewards)} rewards for {len(TEXTS)} completions"
+    assert all(type(r) is float for r in rewards), f"not all floats: {rewards!r}"
+    assert uncompiled is not None, "no reward of an uncompiled candidate (kbrl_client.evaluate failed)"
+    assert rewards[1] == uncompiled, f"format error got {rewards[1]}, an uncompiled candidate {uncompiled}"
+    return f"rewards {rewards} (correct body, no code)"
+
+
+def direct():
+    good, no_code, broken = kbrl_client.evaluate([{"task_id": TASK, "text": t} for t in (GOOD, NO_CODE, BROKEN)])
+    assert no_code["outcome"] == "format_error", no_code["outcome"]
+    assert broken["outcome"] == "compile_error", broken["outcome"]
+    global UNCOMPILED
+    UNCOMPILED = kbrl_client.reward_of(broken)
+    assert kbrl_client.reward_of(no_code) == UNCOMPILED
+    return (f"correct body: {good['outcome']} reward {kbrl_client.reward_of(good)}; no code: format_error reward "
+            f"{kbrl_client.reward_of(no_code)}; uncompiled: compile_error reward {UNCOMPILED}"
+            + ("" if UNCOMPILED == 0.0 else " (not 0.0: the server's --reward is not speedup?)"))
+
+
+def prompt():
+    p = kbrl_client.prompt(TASK)
+    assert p["task_id"] == TASK and "kbrl_forward" in p["user"] and p["version"], p.get("version")
+    return f"prompt {p['version']}, {len(p['user'])} bytes of user text"
+
+
+class FakeRenderer:
+    """Tokens are the text's UTF-8 bytes (a real renderer needs a tokenizer)."""
+
+    def build_generation_prompt(self, messages):
+        return tinker.ModelInput.from_ints(list("\n".join(m["content"] for m in messages).encode()))
+
+    def get_stop_sequences(self):
+        return []
+
+    def parse_response(self, tokens):
+        return {"role": "assistant", "content": bytes(tokens).decode("utf-8")}, True
+
+
+async def tinker_episode():
+    envs = await tinker_env.KbrlGroupBuilder(FakeRenderer(), TASK, group_size=len(TEXTS)).make_envs()
+    for env in envs:
+        await env.initial_observation()
+    results = await asyncio.gather(*(env.step(list(t.encode())) for env, t in zip(envs, TEXTS)))
+    assert all(r.episode_done for r in results)
+    return [r.reward for r in results]
+
+
+def verifiers_rewards():
+    func = verifiers_rubric.make_rubric().funcs[0]
+    chat = [[{"role": "assistant", "content": t}] for t in TEXTS]
+    a = asyncio.run(func(completions=chat, answers=[""] * 2, infos=[{"task_id": TASK}] * 2, states=[{}, {}]))
+    b = asyncio.run(func(completions=TEXTS, answers=[str(TASK)] * 2, infos=None))
+    return rewards_ok(a, UNCOMPILED) + "; strings: " + rewards_ok(b, UNCOMPILED)
+
+
+def trl_rewards():
+    logged = {}
+    a = trl_reward.kbrl_reward(completions=TEXTS, task_id=[TASK] * 2, prompts=["p"] * 2,
+                               log_extra=logged.__setitem__, log_metric=logged.__setitem__)
+    chat = [[{"role": "assistant", "content": t}] for t in TEXTS]
+    b = trl_reward.kbrl_reward(completions=chat, task_id=[TASK] * 2)
+    assert logged.get("kbrl_outcome", [None, None])[1] == "format_error", logged
+    return rewards_ok(a, UNCOMPILED) + "; conversational: " + rewards_ok(b, UNCOMPILED)
+
+
+def verl_rewards():
+    a = [verl_compute_score.compute_score("kbrl", t, str(TASK), {"task_id": TASK}) for t in TEXTS]
+    b = verl_compute_score.compute_score_batch(["kbrl"] * 2, TEXTS, [str(TASK)] * 2, [None, None])
+    return rewards_ok(a, UNCOMPILED) + "; batch: " + rewards_ok(b, UNCOMPILED)
+
+
+UNCOMPILED = None
+print(f"kbrl serve at {os.environ['KBRL_SERVE_URL']}; stubs for: {', '.join(stubbed) or 'none'}")
+check("kbrl_client.evaluate", direct)
+check("kbrl_client.prompt", prompt)
+check("tinker_env.KbrlEnv", lambda: rewards_ok(asyncio.run(tinker_episode()), UNCOMPILED))
+check("verifiers_rubric", verifiers_rewards)
+check("trl_reward.kbrl_reward", trl_rewards)
+check("verl_compute_score", verl_rewards)
+print("FAILED: " + ", ".join(failures) if failures else "all examples passed")
+sys.exit(1 if failures else 0)
