@@ -5,6 +5,11 @@
 //   BM_ServeThroughput      64 clients, requests of 16 items through HTTP: evaluations/s
 //   BM_SchedulerLatency     64 clients, one item a request, straight into the scheduler (no HTTP)
 //   BM_ServeLatency         the same through HTTP: p50/p99 (ms); the difference is what HTTP adds
+// On a GPU (the real worker, `kbrl worker`; skipped with an error where there is none):
+//   BM_ServeGpuReluFull     one ReLU candidate in full mode, in process (direct_s) and through HTTP
+//                           (served_s), warm
+//   BM_ServeGpuBatch64Fast  64 ReLU samples in fast mode in one request, against the same 64 through
+//                           Evaluator::evaluate_all in process: server_over_direct
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -16,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include <harness/gpu/gpu_session.h>
 #include <kernels/candidate_file.h>
 #include <policies/http_client.h>
 #include <reference/task_registry.h>
@@ -181,6 +187,98 @@ void BM_ServeLatency(benchmark::State& state) {
   report_latency(state, ms);
 }
 BENCHMARK(BM_ServeLatency)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+
+/// A server on the real GPU worker (device 0), warmed up; nullptr (and the state skipped) without a GPU.
+struct GpuFixture {
+  EvalSettings settings = [] {
+    EvalSettings s;
+    s.cache_dir = fs::temp_directory_path() / "kbrl-bench-serve-cache";
+    return s;
+  }();
+  Scheduler scheduler{settings, SchedulerOptions{}};
+  Server server{[] {
+                  ServerOptions o;
+                  o.port = 0;
+                  return o;
+                }(),
+                scheduler};
+  std::thread thread{[this] { server.run(false); }};
+  std::string url = "http://127.0.0.1:" + std::to_string(server.port());
+  HttpClient http;
+  GpuFixture() { post(items_json(1)); }  // starts the worker, compiles the source
+  ~GpuFixture() {
+    server.stop();
+    thread.join();
+  }
+  Json post(const Json& items) {
+    const HttpResponse r = http.post_json(url + "/v1/evaluate", Json{{"items", items}}.dump());
+    if (r.status != 200) throw Error("kbrl serve answered " + std::to_string(r.status) + ": " + r.body);
+    return Json::parse(r.body);
+  }
+};
+
+GpuFixture* gpu_fixture(benchmark::State& state) {
+  static std::string reason;
+  static const bool usable = gpu_available(&reason);
+  if (!usable) {
+    state.SkipWithError(("no GPU: " + reason).c_str());
+    return nullptr;
+  }
+  static GpuFixture f;
+  return &f;
+}
+
+void BM_ServeGpuReluFull(benchmark::State& state) {
+  GpuFixture* f = gpu_fixture(state);
+  if (!f) return;
+  EvalSettings full = f->settings;
+  full.mode = TimingMode::full;
+  Evaluator direct(full);
+  const TaskSpec task = task_spec(19, Scale::kernelbench);
+  direct.evaluate(parse_candidate_file(relu_variant(), task, "relu_body.cu"));  // its worker started
+  double direct_s = 0, served_s = 0;
+  for (auto _ : state) {
+    const Candidate candidate = parse_candidate_file(relu_variant(), task, "relu_body.cu");
+    auto start = Clock::now();
+    direct.evaluate(candidate);
+    direct_s += std::chrono::duration<double>(Clock::now() - start).count();
+    Json items = items_json(1);
+    items[0]["mode"] = "full";
+    start = Clock::now();
+    const Json r = f->post(items)["records"][0];
+    served_s += std::chrono::duration<double>(Clock::now() - start).count();
+    if (r["outcome"] != "ok") state.SkipWithError(("outcome " + r["outcome"].get<std::string>()).c_str());
+    state.counters["speedup"] = r["speedup"].get<double>();
+  }
+  state.counters["direct_s"] = direct_s / static_cast<double>(state.iterations());
+  state.counters["served_s"] = served_s / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_ServeGpuReluFull)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(10);
+
+void BM_ServeGpuBatch64Fast(benchmark::State& state) {
+  GpuFixture* f = gpu_fixture(state);
+  if (!f) return;
+  Evaluator direct(f->settings);
+  const TaskSpec task = task_spec(19, Scale::kernelbench);
+  double direct_s = 0, served_s = 0;
+  for (auto _ : state) {
+    std::vector<Candidate> batch;
+    for (int i = 0; i < 64; ++i) batch.push_back(parse_candidate_file(relu_variant(), task, "relu_body.cu"));
+    auto start = Clock::now();
+    direct.evaluate_all(batch);
+    direct_s += std::chrono::duration<double>(Clock::now() - start).count();
+    const Json items = items_json(64);
+    start = Clock::now();
+    const Json records = f->post(items)["records"];
+    served_s += std::chrono::duration<double>(Clock::now() - start).count();
+    for (const Json& r : records)
+      if (r["outcome"] != "ok") state.SkipWithError(("outcome " + r["outcome"].get<std::string>()).c_str());
+  }
+  state.counters["direct_s"] = direct_s / static_cast<double>(state.iterations());
+  state.counters["served_s"] = served_s / static_cast<double>(state.iterations());
+  state.counters["server_over_direct"] = served_s / direct_s;
+}
+BENCHMARK(BM_ServeGpuBatch64Fast)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(3);
 
 }  // namespace
 }  // namespace kbrl::serving
