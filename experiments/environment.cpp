@@ -9,6 +9,7 @@
 #include <kbrl/error.h>
 #include <kbrl/splitmix64.h>
 #include <kernels/action.h>
+#include <serve/client.h>
 
 namespace kbrl {
 namespace {
@@ -28,6 +29,25 @@ double normal_of(uint64_t h) {
   const double u1 = (static_cast<double>(splitmix64(s) >> 11) + 0.5) * 0x1.0p-53;
   const double u2 = splitmix64_uniform01(s);
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+}
+
+/// A sample's rollout from its record; `compile_seconds` is charged to the one sample whose
+/// evaluation compiled (`first`).
+Rollout rollout_of(const Sample& sample, const EvalRecord& r, std::string code, bool first) {
+  Rollout ro;
+  ro.sample = sample;
+  ro.outcome = r.outcome;
+  ro.outcome_detail = r.outcome_detail;
+  ro.code = std::move(code);
+  ro.compiled = r.compile.ok;
+  ro.correct = r.outcome == Outcome::ok;
+  ro.speedup = r.speedup;
+  ro.speedup_ci = r.speedup_ci;
+  ro.runtime_ms = r.runtime ? r.runtime->median_ms : 0.0;
+  ro.reward = r.reward;
+  ro.compile_seconds = first && !r.compile.cache_hit ? r.compile.seconds : 0.0;
+  ro.flags = r.flags;
+  return ro;
 }
 
 bool unsafe(const Config& c) {
@@ -77,22 +97,61 @@ std::vector<Rollout> EvaluatorEnvironment::evaluate(const TaskSpec& task,
     KBRL_ASSERT(it != memo_.end(), "no record for sample {} of task {}", i, task.id);
     const EvalRecord& r = it->second;
     const bool first = queued.erase(keys[i]) > 0;  // the sample whose evaluation ran now
-    Rollout ro;
-    ro.sample = samples[i];
-    ro.outcome = r.outcome;
-    ro.outcome_detail = r.outcome_detail;
-    ro.code = codes[i];
-    ro.compiled = r.compile.ok;
-    ro.correct = r.outcome == Outcome::ok;
-    ro.speedup = r.speedup;
-    ro.speedup_ci = r.speedup_ci;
-    ro.runtime_ms = r.runtime ? r.runtime->median_ms : 0.0;
-    ro.reward = r.reward;
-    ro.compile_seconds = first && !r.compile.cache_hit ? r.compile.seconds : 0.0;
-    ro.flags = r.flags;
-    out.push_back(std::move(ro));
+    out.push_back(rollout_of(samples[i], it->second, codes[i], first));
   }
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+struct ServedEnvironment::Impl {
+  std::unique_ptr<serving::Client> client;
+  nlohmann::json settings;  // what travels with every item
+};
+
+ServedEnvironment::ServedEnvironment(std::vector<std::string> urls, std::string token, const EvalSettings& settings)
+    : impl_(std::make_unique<Impl>()) {
+  serving::ClientOptions options;
+  options.urls = std::move(urls);
+  options.token = std::move(token);
+  options.client_name = "kbrl-experiment";
+  impl_->client = std::make_unique<serving::Client>(std::move(options));
+  impl_->settings = {{"mode", std::string(to_string(settings.mode))},
+                     {"tolerance", settings.atol >= 1e-2 ? "legacy" : "strict"},
+                     {"inputs", std::string(to_string(settings.inputs))},
+                     {"reward", std::string(to_string(settings.reward.kind))}};
+}
+
+ServedEnvironment::~ServedEnvironment() = default;
+
+std::vector<Rollout> ServedEnvironment::evaluate(const TaskSpec& task, const std::vector<Sample>& samples,
+                                                 const std::string& policy) {
+  if (samples.empty()) return {};
+  const auto start = std::chrono::steady_clock::now();
+  nlohmann::json items = nlohmann::json::array();
+  for (const Sample& s : samples) {
+    nlohmann::json item = impl_->settings;
+    item["task_id"] = task.id;
+    if (s.kind == ActionKind::text) {
+      item["text"] = s.text;
+    } else {
+      nlohmann::json config = nlohmann::json::object();
+      for (const auto& [knob, value] : s.config.entries()) config[knob] = value;
+      item["config"] = std::move(config);
+    }
+    items.push_back(std::move(item));
+  }
+  const std::vector<EvalRecord> records = impl_->client->evaluate(items);
+  std::vector<Rollout> out;
+  std::set<std::string> seen;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const EvalRecord& r = records[i];
+    KBRL_CHECK_INPUT(r.scale == task.scale,
+                     "the server evaluates task {} at scale {}, the run at {}: start kbrl serve with --scale {}",
+                     task.id, to_string(r.scale), to_string(task.scale), to_string(task.scale));
+    out.push_back(rollout_of(samples[i], r, r.action.code, seen.insert(r.key).second));
+  }
+  seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  (void)policy;  // the server's records carry no policy name
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 namespace kbrl {
 
 class Evaluator;
+struct EvalSettings;
 
 /// One evaluated sample.
 struct Rollout {
@@ -76,6 +78,27 @@ class EvaluatorEnvironment final : public Environment {
   Evaluator& evaluator_;
   double seconds_ = 0.0;
   std::map<std::string, EvalRecord> memo_;  // by record key
+};
+
+/// The evaluator behind one or more `kbrl serve` (docs/serve.md): each sample becomes an item (a
+/// model's text, or a knob configuration), the server's records become rollouts, with the same
+/// reading of a record as EvaluatorEnvironment's. The mode, tolerance, input checks and reward of
+/// `settings` travel with every item; the scale is the server's, and a record of another scale than
+/// the task's is an InputError. Identical samples are evaluated once (the server deduplicates; its
+/// --log is the rollout log). A server that stays unreachable after the client's retries is an Error.
+class ServedEnvironment final : public Environment {
+ public:
+  ServedEnvironment(std::vector<std::string> urls, std::string token, const EvalSettings& settings);
+  ~ServedEnvironment() override;
+  std::string name() const override { return "served"; }
+  std::vector<Rollout> evaluate(const TaskSpec& task, const std::vector<Sample>& samples,
+                                const std::string& policy) override;
+  double evaluator_seconds() const override { return seconds_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  double seconds_ = 0.0;
 };
 
 /// A fixed reward table over every task's knob space, for CPU tests of the algorithms. Each

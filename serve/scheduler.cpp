@@ -13,7 +13,9 @@ namespace {
 using Json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-constexpr size_t kKeptJobs = 4096;  // finished jobs kept for GET /v1/jobs/{id}
+// Async jobs are kept for GET /v1/jobs/{id} until more than this many items' records are kept;
+// then the oldest finished ones go (a job still running is never dropped).
+constexpr size_t kKeptJobItems = 65536;
 
 ApiError queue_full(size_t queued, size_t max) {
   return {429, "queue_full", fmt::format("the queue holds {} of at most {} items: retry later", queued, max),
@@ -186,18 +188,23 @@ std::shared_ptr<Job> Scheduler::submit(const std::string& client, std::vector<Pr
   std::lock_guard lock(mutex_);
   if (draining_) throw ApiException(shutting_down());
   if (queued_ + items.size() > options_.max_queue) throw ApiException(queue_full(queued_, options_.max_queue));
+  const bool on_done_set = static_cast<bool>(on_done);
   auto job = std::make_shared<Job>(new_job_id(), client, items.size(), std::move(on_done));
   auto& queue = queues_[client];
   for (size_t i = 0; i < items.size(); ++i)
     queue.push_back({job, i, std::make_shared<const PreparedItem>(std::move(items[i]))});
   queued_ += items.size();
-  jobs_[job->id()] = job;
-  job_order_.push_back(job->id());
-  while (job_order_.size() > kKeptJobs) {
-    auto it = jobs_.find(job_order_.front());
-    if (it != jobs_.end() && !it->second->finished()) break;
-    if (it != jobs_.end()) jobs_.erase(it);
-    job_order_.pop_front();
+  if (!on_done_set) {  // an async job: kept to be polled
+    jobs_[job->id()] = job;
+    job_order_.push_back(job->id());
+    kept_items_ += job->total();
+    while (kept_items_ > kKeptJobItems && !job_order_.empty()) {
+      auto it = jobs_.find(job_order_.front());
+      if (!it->second->finished()) break;
+      kept_items_ -= it->second->total();
+      jobs_.erase(it);
+      job_order_.pop_front();
+    }
   }
   work_.notify_all();
   return job;

@@ -99,9 +99,10 @@ class Scheduler {
 
   /// Queues a job's items. Throws ApiException 429 queue_full (retryable, Retry-After) when they do
   /// not fit, 413 when more than max_queue items come at once, 503 shutting_down when draining.
-  /// `on_done` runs once on a dispatcher thread when the job is done or failed.
+  /// `on_done` runs once on a dispatcher thread when the job is done or failed. A job without one
+  /// (async) is kept for job() until newer jobs' records crowd it out; one with it is not.
   std::shared_ptr<Job> submit(const std::string& client, std::vector<PreparedItem> items, Job::Done on_done = {});
-  /// A job by id (finished jobs are kept for a while); nullptr when unknown.
+  /// An async job by id (finished ones are kept for a while); nullptr when unknown.
   std::shared_ptr<Job> job(const std::string& id) const;
   /// Removes a job's items that no dispatcher took yet and fails it (a client that gave up).
   void cancel(const std::shared_ptr<Job>& job, const ApiError& why);
@@ -154,6 +155,7 @@ class Scheduler {
   std::unordered_map<std::string, std::list<std::pair<std::string, EvalRecord>>::iterator> recent_index_;
   std::map<std::string, std::shared_ptr<Job>> jobs_;
   std::deque<std::string> job_order_;
+  size_t kept_items_ = 0;
   uint64_t job_counter_ = 0;
   SchedulerMetrics metrics_;
   std::vector<std::unique_ptr<Gpu>> gpus_;

@@ -17,6 +17,9 @@
 #include <policies/http_client.h>
 #include <serve/client.h>
 #include <serve/server.h>
+#include <experiments/environment.h>
+#include <kernels/generator.h>
+#include <reference/task_registry.h>
 
 #include "serve_testing.h"
 
@@ -294,6 +297,39 @@ TEST(Serve, ARestartedServerWithTheSameLogAnswersFromIt) {
     EXPECT_EQ(after["records"][i]["timestamp"], before["records"][i]["timestamp"]);
   }
   EXPECT_EQ(line_count(scheduling.log), 3u);
+}
+
+TEST(Serve, AnExperimentEnvironmentEvaluatesThroughTheServer) {
+  TempDir dir;
+  FakeGpuRuns runs(dir.path() / "runs.txt");
+  TestServer server(dir.path());
+  EvalSettings settings;
+  settings.reward.kind = RewardKind::composite;
+  ServedEnvironment env({server.url()}, "", settings);
+  const TaskSpec task = task_spec(19, Scale::kernelbench);
+  Sample knobs;
+  knobs.task_id = 19;
+  knobs.config = generator_for(19).expert(task);
+  Sample text;
+  text.task_id = 19;
+  text.kind = ActionKind::text;
+  text.text = "Here it is:\n```cuda\n" + testing::relu_body(3000, nullptr) + "```\n";
+  Sample empty = text;
+  empty.text = "```\n```";
+  const std::vector<Rollout> rollouts = env.evaluate(task, {knobs, text, knobs, empty}, "test");
+  ASSERT_EQ(rollouts.size(), 4u);
+  for (int i : {0, 1, 2}) {
+    EXPECT_EQ(rollouts[i].outcome, Outcome::ok) << i << ": " << rollouts[i].outcome_detail;
+    EXPECT_TRUE(rollouts[i].correct);
+    EXPECT_NEAR(rollouts[i].speedup, 2.0, 1e-9);
+    EXPECT_GT(rollouts[i].reward, 2.0) << "composite: compile and correctness terms on top";
+  }
+  EXPECT_EQ(rollouts[1].code.find("kbrl: scaffold") != std::string::npos, true) << rollouts[1].code;
+  EXPECT_EQ(rollouts[3].outcome, Outcome::format_error);
+  EXPECT_EQ(runs.count(), 2u) << "the repeated configuration is evaluated once";
+  EXPECT_GT(env.evaluator_seconds(), 0.0);
+  // A server at another scale than the run's is refused, naming the fix.
+  EXPECT_THROW(env.evaluate(task_spec(19, Scale::small), {knobs}, "test"), InputError);
 }
 
 TEST(Serve, AWorkerThatCannotStartIsARetryable503) {

@@ -19,6 +19,7 @@
 #include <experiments/run_setup.h>
 #include <kbrl/cli_main.h>
 #include <kbrl/error.h>
+#include <serve/client.h>
 
 #include "experiment.h"
 
@@ -40,6 +41,8 @@ struct Options {
   std::string policy;  // "" = the schedule policy; lm:MODEL[,...] or endpoint:URL[,...] = a language model
   std::string arch;    // NVRTC target; without a GPU, compile only for it
   std::string samples;  // a samples.csv for selection and length_control (default: best_of_n's)
+  std::string evaluator;   // kbrl serve URL(s): evaluate there instead of in this process
+  std::string token_file;  // their bearer token
   bool list = false;
   bool check_gpu = false;
 };
@@ -50,6 +53,11 @@ struct Options {
 std::string resolve_env(const Options& o, std::string* reason) {
   KBRL_CHECK_INPUT(o.env == "evaluator" || o.env == "synthetic" || o.env == "auto",
                    "unknown --env '{}' (evaluator, synthetic, auto)", o.env);
+  if (!o.evaluator.empty()) {
+    KBRL_CHECK_INPUT(o.env != "synthetic", "--evaluator sends the samples to kbrl serve: not with --env synthetic");
+    KBRL_CHECK_INPUT(o.arch.empty(), "--arch with --evaluator: the server compiles (start it with --arch)");
+    return "served";
+  }
   if (o.env != "auto" || !o.arch.empty() || !o.policy.empty()) return o.env == "auto" ? "evaluator" : o.env;
   return gpu_available(reason) ? "evaluator" : "synthetic";
 }
@@ -132,6 +140,20 @@ int run(const Options& o) {
     RewardConfig reward;
     reward.kind = reward_kind;
     env = std::make_unique<SyntheticEnvironment>(20260301, 0.5, reward);
+  } else if (env_name == "served") {
+    EvalFlags flags;
+    flags.scale = std::string(to_string(ctx.scale));
+    flags.mode = o.mode;
+    flags.tolerance = o.tolerance;
+    flags.inputs = o.inputs;
+    flags.reward = o.reward;
+    std::string token;
+    if (!o.token_file.empty()) {
+      std::ifstream in(o.token_file);
+      KBRL_CHECK_INPUT(in.good(), "cannot read the token file '{}'", o.token_file);
+      std::getline(in, token);
+    }
+    env = std::make_unique<ServedEnvironment>(serving::parse_server_urls(o.evaluator), token, eval_settings(flags));
   } else {
     std::string reason;
     const bool gpu = gpu_available(&reason);
@@ -180,6 +202,7 @@ int run(const Options& o) {
                                {"inputs", o.inputs},           {"reward", o.reward},
                                {"kbrl_version", std::string(kbrl_version())},
                                {"policy", o.policy},           {"arch", o.arch},
+                               {"evaluator", o.evaluator},
                                {"settings", budget_json(ctx.budget)}};
     if (evaluator) {
       settings["compile_only"] = evaluator->settings().compile_only;
@@ -236,6 +259,11 @@ int main(int argc, char** argv) {
                  "selection and length_control: read this samples.csv (e.g. from kbrl sample) instead of "
                  "best_of_n's");
   app.add_option("--arch", o.arch, "NVRTC target, e.g. sm_90; without a GPU the experiment compiles only");
+  app.add_option("--evaluator", o.evaluator,
+                 "evaluate on kbrl serve instead of in this process: http://host:port (several, comma-separated, "
+                 "are tried in turn); the server's scale and GPUs apply, --mode/--tolerance/--inputs/--reward travel "
+                 "with each sample");
+  app.add_option("--token-file", o.token_file, "a file holding the --evaluator servers' bearer token");
   app.set_version_flag("--version", "kbrl-experiment " + std::string(kbrl::kbrl_version()));
   return kbrl::cli::run_program("kbrl-experiment", app, argc, argv, [&] { return kbrl::run(o); });
 }
