@@ -74,12 +74,7 @@ EvalRecord evaluate_on_server(const EvalOptions& o, const std::string& raw) {
                    "--scale with --server: the server's scale applies (start it with --scale)");
   serving::ClientOptions client;
   client.urls = serving::parse_server_urls(o.server);
-  if (!o.token_file.empty()) {
-    std::ifstream in(o.token_file, std::ios::binary);
-    KBRL_CHECK_INPUT(in.good(), "cannot read the token file '{}'", o.token_file);
-    std::getline(in, client.token);
-    while (!client.token.empty() && (client.token.back() == '\r' || client.token.back() == ' ')) client.token.pop_back();
-  }
+  client.token = serving::read_token_file(o.token_file);
   const nlohmann::json item = {{"task_id", o.task},          {"candidate", raw},
                                {"mode", o.flags.mode},       {"tolerance", o.flags.tolerance},
                                {"inputs", o.flags.inputs},   {"reward", o.flags.reward}};

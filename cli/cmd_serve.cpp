@@ -1,6 +1,5 @@
 // `kbrl serve`: the evaluator over HTTP for RL trainers (docs/serve.md): one worker per GPU, a
 // bounded fair queue, the rollout log as the memory of what was evaluated.
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -12,6 +11,7 @@
 #include "run_options.h"
 #include <harness/gpu/cuda_driver.h>
 #include <harness/gpu/gpu_session.h>
+#include <serve/client.h>
 #include <serve/scheduler.h>
 #include <serve/server.h>
 
@@ -59,17 +59,6 @@ std::vector<int> parse_gpus(const std::string& text, bool compile_only) {
   return gpus;
 }
 
-std::string read_token(const std::string& path) {
-  if (path.empty()) return {};
-  std::ifstream in(path, std::ios::binary);
-  KBRL_CHECK_INPUT(in.good(), "cannot read the token file '{}'", path);
-  std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
-  KBRL_CHECK_INPUT(token.size() >= 16, "the token in '{}' is {} characters: use at least 16 (e.g. openssl rand -hex 32)",
-                   path, token.size());
-  return token;
-}
-
 void run_serve(const ServeCommandOptions& o) {
   KBRL_CHECK_INPUT(o.port >= 0 && o.port <= 65535, "--port {} is not a port", o.port);
   EvalSettings settings = eval_settings(o.flags);
@@ -85,7 +74,7 @@ void run_serve(const ServeCommandOptions& o) {
   serving::ServerOptions http_options;
   http_options.host = o.host;
   http_options.port = static_cast<uint16_t>(o.port);
-  http_options.token = read_token(o.token_file);
+  http_options.token = serving::read_token_file(o.token_file);
   http_options.http_threads = o.http_threads;
   http_options.request_timeout_seconds = o.request_timeout;
   serving::Scheduler scheduler(settings, scheduling);

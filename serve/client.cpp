@@ -1,6 +1,8 @@
 #include "client.h"
 
 #include <algorithm>
+#include <cctype>
+#include <fstream>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -31,6 +33,18 @@ std::string describe_error(const HttpResponse& response, bool* retryable) {
 }
 
 }  // namespace
+
+std::string read_token_file(const std::string& path) {
+  if (path.empty()) return {};
+  std::ifstream in(path, std::ios::binary);
+  KBRL_CHECK_INPUT(in.good(), "cannot read the token file '{}'", path);
+  std::string token;
+  std::getline(in, token);
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  KBRL_CHECK_INPUT(token.size() >= 16, "the token in '{}' is {} characters: use at least 16 (e.g. openssl rand -hex 32)",
+                   path, token.size());
+  return token;
+}
 
 std::vector<std::string> parse_server_urls(const std::string& text) {
   std::vector<std::string> urls;

@@ -22,6 +22,10 @@ struct ClientOptions {
   double backoff_seconds = 0.2;   // first wait after a failed try; doubled each time, at most 5 s
 };
 
+/// The bearer token in `path` (its first line, trailing whitespace dropped; "" for an empty path).
+/// InputError when the file cannot be read or the token is shorter than 16 characters.
+std::string read_token_file(const std::string& path);
+
 /// "URL[,URL...]" into the list (each must start with http://); InputError otherwise.
 std::vector<std::string> parse_server_urls(const std::string& text);
 

@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <serve/api.h>
+#include <serve/client.h>
+
+#include <cstdio>
+#include <fstream>
 
 namespace kbrl::serving {
 namespace {
@@ -159,6 +163,20 @@ TEST(ServeApi, TasksAndPrompts) {
   } catch (const ApiException& e) {
     EXPECT_EQ(e.error().status, 404);
   }
+}
+
+TEST(ServeApi, TokenFilesAndServerUrls) {
+  const std::string path = ::testing::TempDir() + "kbrl-token-test";
+  std::ofstream(path) << "0123456789abcdef0123\r\n";
+  EXPECT_EQ(read_token_file(path), "0123456789abcdef0123");
+  std::ofstream(path) << "short\n";
+  EXPECT_THROW(read_token_file(path), InputError);
+  EXPECT_THROW(read_token_file(path + "-missing"), InputError);
+  EXPECT_EQ(read_token_file(""), "");
+  std::remove(path.c_str());
+  EXPECT_EQ(parse_server_urls("http://a:1/,http://b:2"), (std::vector<std::string>{"http://a:1", "http://b:2"}));
+  EXPECT_THROW(parse_server_urls("https://a:1"), InputError);
+  EXPECT_THROW(parse_server_urls("http://a:1,"), InputError);
 }
 
 }  // namespace

@@ -135,25 +135,21 @@ int run(const Options& o) {
 
   std::unique_ptr<Evaluator> evaluator;
   std::unique_ptr<RolloutLog> log;
+  EvalFlags flags;  // the evaluator's settings of this run (in process or on a server)
+  flags.scale = std::string(to_string(ctx.scale));
+  flags.mode = o.mode;
+  flags.tolerance = o.tolerance;
+  flags.inputs = o.inputs;
+  flags.arch = o.arch;
+  flags.reward = o.reward;
   std::unique_ptr<Environment> env;
   if (synthetic) {
     RewardConfig reward;
     reward.kind = reward_kind;
     env = std::make_unique<SyntheticEnvironment>(20260301, 0.5, reward);
   } else if (env_name == "served") {
-    EvalFlags flags;
-    flags.scale = std::string(to_string(ctx.scale));
-    flags.mode = o.mode;
-    flags.tolerance = o.tolerance;
-    flags.inputs = o.inputs;
-    flags.reward = o.reward;
-    std::string token;
-    if (!o.token_file.empty()) {
-      std::ifstream in(o.token_file);
-      KBRL_CHECK_INPUT(in.good(), "cannot read the token file '{}'", o.token_file);
-      std::getline(in, token);
-    }
-    env = std::make_unique<ServedEnvironment>(serving::parse_server_urls(o.evaluator), token, eval_settings(flags));
+    env = std::make_unique<ServedEnvironment>(serving::parse_server_urls(o.evaluator),
+                                              serving::read_token_file(o.token_file), eval_settings(flags));
   } else {
     std::string reason;
     const bool gpu = gpu_available(&reason);
@@ -164,13 +160,6 @@ int run(const Options& o) {
                   experiment.name.c_str(), reason.c_str());
       return kSkipped;
     }
-    EvalFlags flags;
-    flags.scale = std::string(to_string(ctx.scale));
-    flags.mode = o.mode;
-    flags.tolerance = o.tolerance;
-    flags.inputs = o.inputs;
-    flags.arch = o.arch;
-    flags.reward = o.reward;
     EvalSettings s = eval_settings(flags);
     s.compile_only = !gpu;
     ctx.compile_only = !gpu;
