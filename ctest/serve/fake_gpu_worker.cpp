@@ -3,7 +3,7 @@
 // correct, timed at 0.5 ms against a 1.0 ms reference (speedup 2). Started as the evaluator starts
 // `kbrl worker` (KBRL_WORKER=<this program>).
 //   KBRL_FAKE_GPU_MS=N          sleep N ms in every run (a slow GPU; default 0)
-//   KBRL_FAKE_GPU_RUNS=FILE     append one line per run to FILE (what a test counts)
+//   KBRL_FAKE_GPU_RUNS=FILE     append one line per run to FILE, "<task> <device>" (what a test counts)
 //   KBRL_FAKE_GPU_CRASH_TASK=T  crash (SIGSEGV) when running task T (a lost worker)
 #include <signal.h>
 #include <sys/resource.h>
@@ -25,6 +25,8 @@ int env_int(const char* name, int fallback) {
   return v && *v ? std::atoi(v) : fallback;
 }
 
+int device = 0;  // --device N, as the evaluator starts `kbrl worker --device N`
+
 Json handle(const Json& request) {
   const std::string op = request.at("op").get<std::string>();
   if (op == "info")
@@ -40,7 +42,7 @@ Json handle(const Json& request) {
     if (const int ms = env_int("KBRL_FAKE_GPU_MS", 0); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     if (const char* path = std::getenv("KBRL_FAKE_GPU_RUNS"); path && *path) {
       if (FILE* f = std::fopen(path, "a")) {
-        std::fprintf(f, "%d\n", task);
+        std::fprintf(f, "%d %d\n", task, device);
         std::fclose(f);
       }
     }
@@ -55,7 +57,9 @@ Json handle(const Json& request) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "--device") device = std::atoi(argv[i + 1]);
   const rlimit no_core{0, 0};
   ::setrlimit(RLIMIT_CORE, &no_core);
   return kbrl::serve(kbrl::kWorkerRequestFd, kbrl::kWorkerReplyFd, handle);
