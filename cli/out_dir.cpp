@@ -82,6 +82,7 @@ fs::path prepare_out_dir(const OutDirFlags& flags, std::string_view command, con
   nlohmann::json manifest = {{"command", std::string(command)}};
   manifest.update(details);
   manifest["kbrl_version"] = std::string(kbrl_version());
+  manifest["commit"] = std::string(kbrl_commit());
   std::ofstream out(dir / kManifest);
   out << manifest.dump(2) << "\n";
   KBRL_CHECK_INPUT(out.good(), "cannot write {}", (dir / kManifest).string());

@@ -81,6 +81,13 @@ double binomial_half_lower_tail(int64_t n, int64_t m) {
   return sum * std::exp(log_top);
 }
 
+// P(X <= m) for X ~ Binomial(n, 1/2), any 0 <= m: the lower tail, or one minus the upper one.
+double binomial_half_cdf(int64_t n, int64_t m) {
+  if (m >= n) return 1.0;
+  if (2 * m <= n) return binomial_half_lower_tail(n, m);
+  return 1.0 - binomial_half_lower_tail(n, n - m - 1);
+}
+
 }  // namespace
 
 std::string_view to_string(PValueMethod method) { return enum_name(method); }
@@ -158,6 +165,8 @@ SignTestResult sign_test(int64_t positives, int64_t negatives) {
   result.positives = positives;
   result.negatives = negatives;
   result.p_value = std::min(1.0, 2.0 * binomial_half_lower_tail(n, std::min(positives, negatives)));
+  result.p_less = std::min(1.0, binomial_half_cdf(n, positives));
+  result.p_greater = std::min(1.0, binomial_half_cdf(n, negatives));  // P(X >= k) = P(n - X <= n - k)
   return result;
 }
 

@@ -45,6 +45,9 @@ struct WilcoxonOptions {
 struct WilcoxonResult {
   double w_plus = 0.0;   // sum of the ranks of |d| over the positive differences
   double w_minus = 0.0;  // sum over the negative ones; w_plus + w_minus = n_used (n_used + 1) / 2
+  /// min(w_plus, w_minus): the statistic a two-sided test reports (Wilcoxon 1945, scipy's
+  /// wilcoxon, the reports); w_plus is the one-sided statistic.
+  double statistic() const { return w_plus < w_minus ? w_plus : w_minus; }
   int64_t n_used = 0;    // nonzero differences, the n of the test
   int64_t n_zero = 0;    // zero differences, dropped before ranking
   bool ties = false;     // whether the nonzero |d| hold ties (they then get average ranks)
@@ -82,12 +85,15 @@ struct SignTestResult {
   int64_t negatives = 0;
   int64_t n_zero = 0;    // zero differences, dropped
   double p_value = 1.0;  // two-sided, exact
+  double p_greater = 1.0;  // one-sided, exact: H1 "positives are more likely", P(X >= positives)
+  double p_less = 1.0;     // one-sided, exact: H1 "negatives are more likely", P(X <= positives)
   bool operator==(const SignTestResult&) const = default;
 };
 
-/// Exact two-sided sign test: under the null hypothesis the number of positives among the
+/// Exact sign test: under the null hypothesis the number of positives among the
 /// n = positives + negatives nonzero differences is Binomial(n, 1/2), and
-///   p = min(1, 2 P(X <= min(positives, negatives))), X ~ Binomial(n, 1/2).
+///   p = min(1, 2 P(X <= min(positives, negatives))), X ~ Binomial(n, 1/2) (two-sided),
+///   p_greater = P(X >= positives), p_less = P(X <= positives) (one-sided, as the reports quote).
 /// Source: Conover 1999, "Practical Nonparametric Statistics", 3rd ed., section 3.4. Exact binomial
 /// coefficients for n <= 60, log-gamma terms above. Requires positives, negatives >= 0 and n >= 1.
 SignTestResult sign_test(int64_t positives, int64_t negatives);

@@ -23,6 +23,7 @@ const CsvSchema& selection_topm();     // the deployable surprisal top-m curve
 const CsvSchema& length_control();     // 5.2's Spearman table
 const CsvSchema& surprisal_quartiles();  // 5.2's quartile table
 const CsvSchema& equal_budget();       // Table 5.2 and self-improvement 6.2
+const CsvSchema& early_stopping();     // 4.x: does early stopping at P = 1 pick the oracle's step?
 const CsvSchema& rho_trajectory();     // 5.3b's over-sharpening probe
 const CsvSchema& robustness();         // 5.4 (per task; the regime plot)
 const CsvSchema& transfer();           // 5.5 cross-subset transfer

@@ -126,6 +126,7 @@ Selection select_sample(const std::vector<ScoredSample>& samples, SelectionStrat
   if (correct.empty()) return sel;
   switch (strategy) {
     case SelectionStrategy::oracle:
+      sel.timed = static_cast<int>(correct.size());
       for (const auto& s : correct) {
         sel.speedup = std::max(sel.speedup, s.speedup);
         sel.fast = std::max(sel.fast, s.fast() ? 1.0 : 0.0);
@@ -157,6 +158,7 @@ Selection select_sample(const std::vector<ScoredSample>& samples, SelectionStrat
       break;
     }
     case SelectionStrategy::surprisal_top3: {
+      sel.timed = std::min(3, static_cast<int>(correct.size()));
       const Selection p = best_of_top(correct, 3);
       sel.fast = p.fast;
       sel.sig_fast = p.sig_fast;

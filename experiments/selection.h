@@ -52,6 +52,9 @@ struct Selection {
   double sig_fast = 0.0;  // probability the pick is significantly fast (ScoredSample)
   double speedup = 0.0;  // expected (gated) speedup of the pick; 0 when no sample is correct
   int evaluations = 0;   // evaluated samples the strategy needs the results of
+  /// Speed measurements it needs beyond every sample's correctness (the reports' "compute"):
+  /// oracle every correct sample, surprisal-guided-top3 at most 3, the one-pick strategies none.
+  int timed = 0;
 };
 
 /// A strategy's pick among a task's samples. No correct sample: fast 0, sig_fast 0, speedup 0.

@@ -48,7 +48,8 @@ TEST(ExperimentPrograms, EveryExperimentWritesItsTablesOnTheSyntheticEnvironment
       {"length_control", {{"length_control.csv", schemas::length_control},
                           {"surprisal_quartiles.csv", schemas::surprisal_quartiles}}},
       {"ttt", {{"ttt_steps.csv", schemas::training_steps}, {"ttt_tasks.csv", schemas::ttt_task_steps},
-               {"ttt_isolated_tasks.csv", schemas::ttt_task_steps}, {"equal_budget.csv", schemas::equal_budget}}},
+               {"ttt_isolated_tasks.csv", schemas::ttt_task_steps}, {"equal_budget.csv", schemas::equal_budget},
+               {"early_stopping.csv", schemas::early_stopping}}},
       {"oversharpening", {{"rho_trajectory.csv", schemas::rho_trajectory}}},
       {"robustness", {{"robustness.csv", schemas::robustness}}},
       {"transfer", {{"transfer.csv", schemas::transfer}}},
@@ -134,6 +135,14 @@ TEST(ExperimentPrograms, SmokeBudgetRlvrRaisesTheRewardOfTheSameSamples) {
   const std::string text((std::istreambuf_iterator<char>(settings)), std::istreambuf_iterator<char>());
   for (const char* key : {"\"settings\"", "\"rlvr_learning_rate\"", "\"train_tasks\"", "\"ttt_k\""})
     EXPECT_NE(text.find(key), std::string::npos) << key;
+  // The commit it was built from: the checkout's, or "unknown" for a tree that is not a git one.
+  const std::string commit = nlohmann::json::parse(text).at("commit");
+  const char* source = std::getenv("KBRL_SOURCE_DIR");
+  if (source && fs::exists(fs::path(source) / ".git")) {
+    EXPECT_TRUE(commit.size() >= 12 && commit.find_first_not_of("0123456789abcdef") >= 12) << commit;
+  } else {
+    EXPECT_EQ(commit, "unknown");
+  }
   fs::remove_all(results);
 }
 

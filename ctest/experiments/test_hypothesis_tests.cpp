@@ -43,6 +43,9 @@ TEST(Wilcoxon, TextbookExampleExact) {
   EXPECT_EQ(swapped.w_plus, 5.0);
   EXPECT_EQ(swapped.w_minus, 40.0);
   EXPECT_DOUBLE_EQ(swapped.p_value, result.p_value);
+  // The two-sided statistic is min(W+, W-) either way (scipy's wilcoxon: statistic=5.0).
+  EXPECT_EQ(result.statistic(), 5.0);
+  EXPECT_EQ(swapped.statistic(), 5.0);
 }
 
 TEST(Wilcoxon, ZerosAreDroppedBeforeRanking) {
@@ -194,6 +197,12 @@ TEST(SignTest, HandWorkedValues) {
   EXPECT_EQ(result.positives, 9);
   EXPECT_EQ(result.negatives, 1);
   EXPECT_EQ(result.n_zero, 0);
+  // One-sided: P(X >= 9) = 11/1024 for "more positives", P(X <= 9) = 1023/1024 for "more negatives".
+  EXPECT_DOUBLE_EQ(result.p_greater, 11.0 / 1024.0);
+  EXPECT_DOUBLE_EQ(result.p_less, 1023.0 / 1024.0);
+  EXPECT_DOUBLE_EQ(sign_test(1, 9).p_less, 11.0 / 1024.0);
+  EXPECT_DOUBLE_EQ(sign_test(6, 0).p_greater, 1.0 / 64.0);
+  EXPECT_EQ(sign_test(0, 6).p_greater, 1.0);
 }
 
 // P(X <= m), X ~ Binomial(n, 1/2), by rows of Pascal's triangle halved at every step.
@@ -223,6 +232,10 @@ TEST(SignTest, LargeNMatchesPascalsTriangle) {
   // Exact integers in Python: sum(comb(100, i) for i in range(31)) / 2**100
   // = 3.925069822796835e-05.
   EXPECT_NEAR(sign_test(30, 70).p_value, 2.0 * 3.925069822796835e-05, 1e-15);
+  // One-sided tails above n = 60 on either side of n / 2: P(X >= 70) = P(X <= 30), P(X <= 70) = 1 - P(X <= 29).
+  EXPECT_NEAR(sign_test(70, 30).p_greater, 3.925069822796835e-05, 1e-15);
+  EXPECT_NEAR(sign_test(70, 30).p_less, 1.0 - pascal_lower_tail(100, 29), 1e-12);
+  EXPECT_NEAR(sign_test(500, 500).p_greater, pascal_lower_tail(1000, 500), 1e-10);
 }
 
 TEST(SignTest, FromDifferences) {

@@ -33,20 +33,25 @@ TEST(Schemas, GoldenHeaders) {
        "subset,k,task_success,std,ci_low,ci_high,sig_task_success,sig_std,sig_ci_low,sig_ci_high,"
        "expected_best_speedup,seeds,samples_per_task"},
       {&schemas::bon_selected(), "subset,seed,task_id,samples,correct,fast,sig_fast,selected_speedup"},
-      {&schemas::selection(), "subset,strategy,fast_1,std,sig_fast_1,sig_std,mean_speedup,evaluations"},
+      {&schemas::selection(), "subset,strategy,fast_1,std,sig_fast_1,sig_std,mean_speedup,evaluations,timed_evaluations"},
       {&schemas::selection_tests(),
        "subset,comparison,p1,p2,cohens_h,sig_p1,sig_p2,sig_cohens_h,wilcoxon_w,wilcoxon_p,wilcoxon_method,"
-       "sign_positives,sign_negatives,sign_p,pairs"},
+       "sign_positives,sign_negatives,sign_p,pairs,wilcoxon_w_plus,sign_p_one_sided"},
       {&schemas::selection_topm(), "subset,m,evaluations_per_task,task_success,sig_task_success,mean_speedup"},
       {&schemas::length_control(), "analysis,rho,p_value,n"},
       {&schemas::surprisal_quartiles(), "quartile,samples,fast_1,sig_fast_1,mean_speedup,mean_tokens,mean_surprisal"},
       {&schemas::equal_budget(), "subset,method,rollouts,fast_1,sig_fast_1,equivalent_k"},
-      {&schemas::rho_trajectory(), "step,samples,rho,p_value,tail_samples,tail_rho,tail_p_value,mean_nll"},
+      {&schemas::early_stopping(),
+       "run,steps,oracle_step,oracle_fast_1,p1_stop_step,p1_step,p1_fast_1,p1_matches_oracle"},
+      {&schemas::rho_trajectory(),
+       "step,samples,rho,p_value,tail_samples,tail_rho,tail_p_value,mean_nll,distinct_samples,distinct_rho,"
+       "distinct_p_value"},
       {&schemas::robustness(),
        "subset,task_id,base_fast_1,base_sig_fast_1,bon_fast_1,bon_sig_fast_1,boa_fast_1,boa_sig_fast_1,"
        "boa_minus_bon,winner"},
       {&schemas::transfer(),
-       "adapted_on,evaluated_on,base_fast_1,base_sig_fast_1,adapted_fast_1,adapted_sig_fast_1,delta"},
+       "adapted_on,evaluated_on,base_fast_1,base_sig_fast_1,adapted_fast_1,adapted_sig_fast_1,delta,bon_fast_1,"
+       "bon_sig_fast_1"},
       {&schemas::adaptation_runs(),
        "experiment,method,value,seed,tasks,boa_step,boa_fast_1,boa_sig_fast_1,step0_fast_1,step0_sig_fast_1,"
        "final_fast_1,final_sig_fast_1,final_correct_rate,steps_run,rollouts,tokens,teacher_tokens"},

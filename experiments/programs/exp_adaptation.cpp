@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include <experiments/report_schemas.h>
 #include <experiments/schemas.h>
@@ -56,11 +57,28 @@ void ttt(ExperimentContext& ctx) {
   // Per-task isolated TTT: each task alone, a fresh adapter from the same checkpoint.
   CsvTable iso_steps(ctx.dir / "ttt_isolated_steps.csv", schemas::training_steps());
   CsvTable iso_tasks(ctx.dir / "ttt_isolated_tasks.csv", schemas::ttt_task_steps());
+  std::vector<std::pair<std::string, TttResult>> runs = {{"batch_subset1", batch}};
   for (int id : b.subset1) {
     auto p = ctx.load_policy(ctx.base_checkpoint());
-    run_ttt(*p, *ctx.env, ctx.ttt_config({id}, 42, fmt::format("isolated_task{}", id)), &iso_steps,
-            &iso_tasks, {}, ctx.progress);
+    const std::string run = fmt::format("isolated_task{}", id);
+    runs.emplace_back(run, run_ttt(*p, *ctx.env, ctx.ttt_config({id}, 42, run), &iso_steps, &iso_tasks, {},
+                                   ctx.progress));
   }
+  // The report's early stopping (stop after P consecutive regressions of fast_1) at P = 1, applied
+  // to each run's full trajectory, against the step the whole trajectory's best (the oracle) picks:
+  // "P = 1 matched oracle selection".
+  CsvTable early(ctx.dir / "early_stopping.csv", schemas::early_stopping());
+  int matches = 0;
+  for (const auto& [run, r] : runs) {
+    std::vector<double> scores;
+    for (const StepMetrics& m : r.steps) scores.push_back(m.fast_1);
+    const BoaDecision oracle = best_of_adaptation(scores, 0), p1 = best_of_adaptation(scores, 1);
+    matches += p1.best_step == oracle.best_step;
+    early.row({run, cell(static_cast<int64_t>(scores.size()) - 1), cell(oracle.best_step), cell(oracle.best_score),
+               cell(p1.stop_step), cell(p1.best_step), cell(p1.best_score),
+               p1.best_step == oracle.best_step ? "yes" : "no"});
+  }
+  early.row({"all", "", "", "", "", "", "", fmt::format("{} of {}", matches, runs.size())});
   // Equal budget: TTT's BoA fast_1 placed on the best-of-N scaling curve (of fast_1; the
   // significant twins beside it).
   const auto curve = bon_curve(ctx, "subset1");
@@ -96,6 +114,14 @@ void oversharpening(ExperimentContext& ctx) {
   CsvTable steps(ctx.dir / "probe_ttt_steps.csv", schemas::training_steps());
   run_ttt(*policy, *ctx.env, c, &steps, nullptr, adapters, ctx.progress);
   CsvTable table(ctx.dir / "rho_trajectory.csv", schemas::rho_trajectory());
+  // A task's samples repeat configurations: the first of each (task, tokens) alone gives the
+  // p-value that does not count one sample many times (distinct_ columns).
+  std::vector<size_t> distinct;
+  {
+    std::set<std::pair<int, std::vector<int>>> seen;
+    for (size_t i = 0; i < fixed.size(); ++i)
+      if (seen.emplace(fixed[i].task_id, fixed[i].tokens).second) distinct.push_back(i);
+  }
   for (int step = 0; step <= c.steps; ++step) {
     auto scorer = ctx.load_policy(ctx.base_checkpoint());
     scorer->load_adapter(adapters / fmt::format("adapter_step_{}.pt", step));
@@ -126,10 +152,16 @@ void oversharpening(ExperimentContext& ctx) {
     };
     const auto [rho, p] = rho_p(nll, speedup);
     const auto [trho, tp] = rho_p(tail_nll, tail_speed);
+    std::vector<double> distinct_nll, distinct_speed;
+    for (size_t i : distinct) {
+      distinct_nll.push_back(nll[i]);
+      distinct_speed.push_back(speedup[i]);
+    }
+    const auto [drho, dp] = rho_p(distinct_nll, distinct_speed);
     double mean_nll = 0;
     for (double x : nll) mean_nll += x / static_cast<double>(nll.size());
     table.row({cell(step), cell(static_cast<int64_t>(nll.size())), rho, p, cell(static_cast<int64_t>(tail_nll.size())),
-               trho, tp, cell(mean_nll)});
+               trho, tp, cell(mean_nll), cell(static_cast<int64_t>(distinct.size())), drho, dp});
   }
 }
 
@@ -155,6 +187,10 @@ std::map<int, FastRates> bon_fast_by_task(const ExperimentContext& ctx, const st
   return out;
 }
 
+/// Report 003's Figure 5: tasks whose base policy is fast on at least this share of samples are the
+/// "high coverage" regime, where search already finds what adaptation would.
+constexpr double kRegimeThreshold = 0.3;
+
 void robustness(ExperimentContext& ctx) {
   const ExperimentBudget& b = ctx.budget;
   CsvTable table(ctx.dir / "robustness.csv", schemas::robustness());
@@ -165,15 +201,42 @@ void robustness(ExperimentContext& ctx) {
     TttConfig c = ctx.ttt_config(tasks, 42, "boa_" + subset);
     c.steps = 1;  // the report compares BoA step 1
     const TttResult r = run_ttt(*policy, *ctx.env, c, &steps, nullptr, {}, ctx.progress);
+    // Per task, then the report's aggregates: the subset's mean, and the means of the two regimes of
+    // Figure 5 (base coverage below 30% and at least 30%), each with its winner counts.
+    struct Row {
+      double base, base_sig, bon, bon_sig, boa, boa_sig;
+    };
+    std::vector<Row> rows;
     for (int id : tasks) {
       const StepMetrics base = score_rollouts(rollouts_of_task(r.rollouts.at(0), id));
       const StepMetrics boa =
           r.rollouts.size() > 1 ? score_rollouts(rollouts_of_task(r.rollouts.at(1), id)) : base;
       const FastRates bn = bon.count(id) ? bon.at(id) : FastRates{};
+      rows.push_back({base.fast_1, base.sig_fast_1, bn.fast, bn.sig_fast, boa.fast_1, boa.sig_fast_1});
       table.row({subset, cell(id), cell(base.fast_1), cell(base.sig_fast_1), cell(bn.fast), cell(bn.sig_fast),
                  cell(boa.fast_1), cell(boa.sig_fast_1), cell(boa.fast_1 - bn.fast),
                  boa.fast_1 > bn.fast ? "boa" : (boa.fast_1 < bn.fast ? "best_of_n" : "tie")});
     }
+    auto aggregate = [&](const std::string& name, auto&& keep) {
+      Row sum{0, 0, 0, 0, 0, 0};
+      int n = 0, boa_wins = 0, bon_wins = 0;
+      for (const Row& x : rows) {
+        if (!keep(x)) continue;
+        ++n;
+        sum = {sum.base + x.base, sum.base_sig + x.base_sig, sum.bon + x.bon,
+               sum.bon_sig + x.bon_sig, sum.boa + x.boa, sum.boa_sig + x.boa_sig};
+        boa_wins += x.boa > x.bon;
+        bon_wins += x.boa < x.bon;
+      }
+      if (n == 0) return;
+      const double d = n;
+      table.row({subset, name, cell(sum.base / d), cell(sum.base_sig / d), cell(sum.bon / d), cell(sum.bon_sig / d),
+                 cell(sum.boa / d), cell(sum.boa_sig / d), cell((sum.boa - sum.bon) / d),
+                 fmt::format("boa {} best_of_n {} tie {} of {}", boa_wins, bon_wins, n - boa_wins - bon_wins, n)});
+    };
+    aggregate("mean", [](const Row&) { return true; });
+    aggregate("mean_base_below_30pct", [](const Row& x) { return x.base < kRegimeThreshold; });
+    aggregate("mean_base_at_least_30pct", [](const Row& x) { return x.base >= kRegimeThreshold; });
   }
 }
 
@@ -196,8 +259,20 @@ void transfer(ExperimentContext& ctx) {
     for (const auto& t : base_rollouts) a.insert(a.end(), t.begin(), t.end());
     for (const auto& t : adapted_rollouts) d.insert(d.end(), t.begin(), t.end());
     const StepMetrics before = score_rollouts(a), after = score_rollouts(d);
+    // Best-of-N on the evaluated subset, as the report quotes it beside base and adapted: the mean
+    // over its tasks of best_of_n's per-task rates.
+    const std::map<int, FastRates> bon = bon_fast_by_task(ctx, subsets[to].first);
+    double bon_fast = 0, bon_sig = 0;
+    int bon_tasks = 0;
+    for (int id : subsets[to].second)
+      if (auto it = bon.find(id); it != bon.end()) {
+        bon_fast += it->second.fast;
+        bon_sig += it->second.sig_fast;
+        ++bon_tasks;
+      }
     table.row({subsets[from].first, subsets[to].first, cell(before.fast_1), cell(before.sig_fast_1),
-               cell(after.fast_1), cell(after.sig_fast_1), cell(after.fast_1 - before.fast_1)});
+               cell(after.fast_1), cell(after.sig_fast_1), cell(after.fast_1 - before.fast_1),
+               bon_tasks ? cell(bon_fast / bon_tasks) : "nan", bon_tasks ? cell(bon_sig / bon_tasks) : "nan"});
   }
 }
 
@@ -225,7 +300,8 @@ std::vector<Experiment> adaptation_experiments() {
        oversharpening},
       {"robustness", "surprisal report 5.4 (subset 2, BoN vs BoA step 1; regime plot)",
        {"base_policy", "best_of_n"}, robustness},
-      {"transfer", "surprisal report 5.5 (cross-subset transfer of a TTT adapter)", {"base_policy"}, transfer},
+      {"transfer", "surprisal report 5.5 (cross-subset transfer of a TTT adapter)", {"base_policy", "best_of_n"},
+       transfer},
       {"lr_sweep", "surprisal report 6.4 (TTT learning-rate sweep)", {"base_policy"}, lr_sweep},
   };
 }

@@ -59,10 +59,17 @@ void sdpo(ExperimentContext& ctx) {
       runs.row(adaptation_row("sdpo", m.name, "", c, r));
       spent[m.name] += r.budget;
     }
-  // Appendix C: rollouts and tokens per method (summed over seeds); best-of-N at K = ttt_k * (steps
-  // + 1) per task spends the same rollouts as one TTT run, so it is listed for comparison.
+  // Appendix C: rollouts and tokens per method (summed over seeds). Before them, the report's two
+  // reference rows, as rollout counts of the same settings: the base policy (one round of ttt_k
+  // samples per task, TTT's step 0) and best-of-N at K = ttt_k * (steps + 1) per task, which spends
+  // the rollouts of a TTT run that takes every step. Nothing is sampled for them here, so their
+  // token and time columns are empty ("nan"): only what the TTT runs spent was measured.
   CsvTable compute(ctx.dir / "compute.csv", schemas::compute());
   const int64_t seeds = static_cast<int64_t>(b.sdpo_seeds.size());
+  const int64_t tasks = static_cast<int64_t>(b.subset1.size());
+  const int64_t round = seeds * tasks * b.ttt_k;
+  compute.row({"base", cell(seeds), cell(round), "nan", "nan", "nan", "nan", "nan"});
+  compute.row({"best_of_n", cell(seeds), cell(round * (b.ttt_steps + 1)), "nan", "nan", "nan", "nan", "nan"});
   for (const Method& m : methods) {
     const Budget& s = spent[m.name];
     compute.row({m.name, cell(seeds), cell(s.rollouts), cell(s.tokens), cell(s.teacher_tokens),

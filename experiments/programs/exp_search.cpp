@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include <experiments/report_schemas.h>
 #include <experiments/schemas.h>
@@ -142,7 +143,7 @@ void selection(ExperimentContext& ctx) {
   for (const auto& [subset, runs] : g) {
     std::map<SelectionStrategy, std::vector<Selection>> pairs;  // over (run, task)
     for (SelectionStrategy st : all_selection_strategies()) {
-      std::vector<double> fast_per_run, sig_per_run, speed_per_run;
+      std::vector<double> fast_per_run, sig_per_run, speed_per_run, timed;
       int evaluations = 0;
       for (const auto& [run, tasks] : runs) {
         std::vector<double> f, sf, s;
@@ -153,13 +154,15 @@ void selection(ExperimentContext& ctx) {
           sf.push_back(sel.sig_fast);
           s.push_back(sel.speedup);
           evaluations = sel.evaluations;
+          timed.push_back(sel.timed);
         }
         fast_per_run.push_back(mean(f));
         sig_per_run.push_back(mean(sf));
         speed_per_run.push_back(mean(s));
       }
       table.row({subset, std::string(to_string(st)), cell(mean(fast_per_run)), cell(stdev(fast_per_run)),
-                 cell(mean(sig_per_run)), cell(stdev(sig_per_run)), cell(mean(speed_per_run)), cell(evaluations)});
+                 cell(mean(sig_per_run)), cell(stdev(sig_per_run)), cell(mean(speed_per_run)), cell(evaluations),
+                 cell(mean(timed))});
     }
     // Surprisal-guided vs the others, over (run, task) pairs.
     for (SelectionStrategy other : {SelectionStrategy::confidence, SelectionStrategy::random_correct}) {
@@ -175,21 +178,28 @@ void selection(ExperimentContext& ctx) {
         if (a[i].speedup > 0 && o[i].speedup > 0) log_ratio.push_back(std::log(a[i].speedup / o[i].speedup));
       }
       const double p1 = mean(fa), p2 = mean(fo), sig_p1 = mean(sa), sig_p2 = mean(so);
-      std::string w = "nan", wp = "nan", method = "none";
+      std::string w = "nan", w_plus = "nan", wp = "nan", method = "none";
       bool any_nonzero = false;
       for (double x : log_ratio) any_nonzero |= x != 0;
       if (any_nonzero) {
         const auto r = stats::wilcoxon_signed_rank(log_ratio);
-        w = cell(r.w_plus);
+        w = cell(r.statistic());
+        w_plus = cell(r.w_plus);
         wp = cell(r.p_value);
         method = std::string(stats::to_string(r.method));
       }
       int64_t positives = 0, negatives = 0;
       for (double d : fast_diff) (d > 0 ? positives : negatives) += d != 0 ? 1 : 0;
-      const std::string sign_p = positives + negatives > 0 ? cell(stats::sign_test(positives, negatives).p_value) : "nan";
+      std::string sign_p = "nan", sign_p_one_sided = "nan";
+      if (positives + negatives > 0) {
+        const stats::SignTestResult sign = stats::sign_test(positives, negatives);
+        sign_p = cell(sign.p_value);
+        sign_p_one_sided = cell(sign.p_greater);  // H1: surprisal-guided is fast more often
+      }
       tests.row({subset, fmt::format("surprisal_guided_vs_{}", to_string(other)), cell(p1), cell(p2),
                  cell(stats::cohens_h(p1, p2)), cell(sig_p1), cell(sig_p2), cell(stats::cohens_h(sig_p1, sig_p2)), w,
-                 wp, method, cell(positives), cell(negatives), sign_p, cell(static_cast<int64_t>(a.size()))});
+                 wp, method, cell(positives), cell(negatives), sign_p, cell(static_cast<int64_t>(a.size())), w_plus,
+                 sign_p_one_sided});
     }
     // The deployable variant: evaluate only the m highest-surprisal samples of each task.
     int max_k = 0;
@@ -214,27 +224,62 @@ void selection(ExperimentContext& ctx) {
 
 void length_control(ExperimentContext& ctx) {
   const std::vector<schemas::SampleRow> rows = schemas::read_samples(ctx.best_of_n_samples());
-  std::vector<double> logprob, speedup, length;
-  for (const schemas::SampleRow& r : rows)
-    if (r.correct) {
-      logprob.push_back(r.logprob);
-      speedup.push_back(r.speedup);
-      length.push_back(r.token_count);
-    }
+  // The K samples of a task repeat configurations (a few distinct ones among 64 draws), so their
+  // p-values would count one sample many times: besides every correct sample (the reports'
+  // analysis), the same on distinct samples only (a task's action seen once), and by task (the
+  // clusters: one Spearman rho per task, their mean, and a two-sided sign test on their signs).
+  std::vector<const schemas::SampleRow*> correct, distinct;
+  std::set<std::string> seen;
+  for (const schemas::SampleRow& r : rows) {
+    if (!r.correct) continue;
+    correct.push_back(&r);
+    const std::string action = r.kind == ActionKind::text ? r.text : r.config;
+    if (seen.insert(fmt::format("{}/{}/{}", r.task_id, to_string(r.kind), action)).second) distinct.push_back(&r);
+  }
   CsvTable table(ctx.dir / "length_control.csv", schemas::length_control());
-  const int64_t n = static_cast<int64_t>(logprob.size());
-  auto emit = [&](const std::string& analysis, auto&& compute, int64_t df_n) {
-    try {
-      const double rho = compute();
-      table.row({analysis, cell(rho), cell(stats::correlation_p_value(rho, df_n)), cell(n)});
-    } catch (const InputError& e) {  // too few samples, or a constant variable
-      table.row({analysis, "nan", "nan", cell(n)});
-      if (ctx.progress) ctx.progress(fmt::format("length_control: {}: {}", analysis, e.what()));
+  auto analyses = [&](const std::vector<const schemas::SampleRow*>& samples, const std::string& suffix) {
+    std::vector<double> logprob, speedup, length;
+    for (const schemas::SampleRow* r : samples) {
+      logprob.push_back(r->logprob);
+      speedup.push_back(r->speedup);
+      length.push_back(r->token_count);
     }
+    const int64_t n = static_cast<int64_t>(logprob.size());
+    auto emit = [&](const std::string& analysis, auto&& compute, int64_t df_n) {
+      try {
+        const double rho = compute();
+        table.row({analysis + suffix, cell(rho), cell(stats::correlation_p_value(rho, df_n)), cell(n)});
+      } catch (const InputError& e) {  // too few samples, or a constant variable
+        table.row({analysis + suffix, "nan", "nan", cell(n)});
+        if (ctx.progress) ctx.progress(fmt::format("length_control: {}{}: {}", analysis, suffix, e.what()));
+      }
+    };
+    emit("raw_logprob_vs_speedup", [&] { return stats::spearman(logprob, speedup); }, n);
+    emit("partial_controlling_length", [&] { return stats::partial_spearman(logprob, speedup, length); }, n - 1);
+    emit("length_vs_speedup", [&] { return stats::spearman(length, speedup); }, n);
   };
-  emit("raw_logprob_vs_speedup", [&] { return stats::spearman(logprob, speedup); }, n);
-  emit("partial_controlling_length", [&] { return stats::partial_spearman(logprob, speedup, length); }, n - 1);
-  emit("length_vs_speedup", [&] { return stats::spearman(length, speedup); }, n);
+  analyses(correct, "");
+  analyses(distinct, "_distinct");
+  std::map<int, std::vector<const schemas::SampleRow*>> by_task;
+  for (const schemas::SampleRow* r : distinct) by_task[r->task_id].push_back(r);
+  std::vector<double> rhos;
+  for (const auto& [task, samples] : by_task) {
+    if (samples.size() < 3) continue;
+    std::vector<double> logprob, speedup;
+    for (const schemas::SampleRow* r : samples) {
+      logprob.push_back(r->logprob);
+      speedup.push_back(r->speedup);
+    }
+    try {
+      rhos.push_back(stats::spearman(logprob, speedup));
+    } catch (const InputError&) {  // a constant variable within the task: no rank correlation
+    }
+  }
+  int64_t positive = 0, negative = 0;
+  for (double rho : rhos) (rho > 0 ? positive : negative) += rho != 0 ? 1 : 0;
+  table.row({"raw_logprob_vs_speedup_by_task", rhos.empty() ? "nan" : cell(mean(rhos)),
+             positive + negative > 0 ? cell(stats::sign_test(positive, negative).p_value) : "nan",
+             cell(static_cast<int64_t>(rhos.size()))});
 
   // Quartiles of every sample by mean surprisal per token, highest first.
   std::vector<const schemas::SampleRow*> all;

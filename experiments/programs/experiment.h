@@ -53,7 +53,7 @@ struct ExperimentBudget {
   double lora_alpha = 32;
   std::vector<uint64_t> sdpo_seeds = {42, 43, 44};
   std::vector<int> ablation_steps = {5, 15, 30};
-  std::vector<int> ablation_k = {16, 32, 64};
+  std::vector<int> ablation_k = {16, 64, 128};  // the self-improvement report's A2
   std::vector<double> ablation_temperatures = {0.4, 1.0, 1.6, 2.8};  // the reports' {0.1, 0.25, 0.4, 0.7} x4
   std::vector<double> lr_factors = {1.0, 0.1, 0.03};
   std::vector<int> subset1, subset2;  // the reports' subsets (reference/splits.h)

@@ -190,6 +190,7 @@ int run(const Options& o) {
                                {"mode", o.mode},               {"tolerance", o.tolerance},
                                {"inputs", o.inputs},           {"reward", o.reward},
                                {"kbrl_version", std::string(kbrl_version())},
+                               {"commit", std::string(kbrl_commit())},
                                {"policy", o.policy},           {"arch", o.arch},
                                {"evaluator", o.evaluator},
                                {"settings", budget_json(ctx.budget)}};
