@@ -4,6 +4,7 @@
 # (a step's batch of tasks; with more train tasks than tasks per batch, steps see different tasks).
 # base_policy/rlvr_eval.csv: the same seeded samples of every train task before and after RLVR,
 # drawn as large markers at the first and the last step.
+height = 680
 load dir."/style.gp"
 f = results."/base_policy/rlvr_steps.csv"
 e = results."/base_policy/rlvr_eval.csv"
@@ -16,7 +17,7 @@ set y2label "mean reward"
 set ytics nomirror
 set y2tics
 set yrange [0:1.05]
-set key bottom right
+set key below horizontal maxcols 2 font ",10"  # under the plot: no key over the data
 # Columns by name: the committed results of older runs (results/DEVICE/BUDGET/) have no sig_fast_1
 # column, and the columns after it sit one place earlier there; their figures redraw without it.
 has_sig = strstrt(system("head -n 1 '".f."'"), ",sig_fast_1,") > 0

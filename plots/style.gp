@@ -1,7 +1,8 @@
 # Shared by every figure: the terminal (fmt = "png" or "svg", out = the file without extension),
 # CSV input with a header row, and one palette. Scripts read CSV only (results = a budget's results dir).
 if (!exists("fmt")) fmt = "png"
-if (fmt eq "svg") { set terminal svg size 900,560 dynamic font "Helvetica,13" } else { set terminal pngcairo size 900,560 font "Helvetica,12" }
+if (!exists("height")) height = 560  # a script with several rows of panels sets it before loading this
+if (fmt eq "svg") { set terminal svg size 900,height dynamic font "Helvetica,13" } else { set terminal pngcairo size 900,height font "Helvetica,12" }
 set output out.".".fmt
 set datafile separator ","
 set datafile missing "nan"
