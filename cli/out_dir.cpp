@@ -8,6 +8,7 @@
 #include <kbrl/error.h>
 #include <nlohmann/json.hpp>
 
+#include <harness/record/build_commit.h>
 #include <harness/record/eval_record.h>  // kbrl_version
 
 namespace kbrl::cli {

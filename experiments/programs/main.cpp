@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <harness/record/build_commit.h>
 #include <harness/evaluator.h>
 #include <harness/gpu/gpu_session.h>
 #include <harness/record/rollout_log.h>

@@ -180,8 +180,6 @@ std::string utc_timestamp(std::chrono::system_clock::time_point when = std::chro
 
 /// This kbrl's version (the CMake project version).
 std::string_view kbrl_version();
-/// The git commit this kbrl was built from ("0123456789ab", "+dirty" appended when the tree had
-/// changes), or "unknown" when it was built from a tree that is not a git checkout.
-std::string_view kbrl_commit();
+
 
 }  // namespace kbrl
