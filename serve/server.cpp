@@ -293,7 +293,6 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
         self->send_json(200, body);
       });
     });
-    job_ = job;
     deadline_.emplace(stream_.get_executor());
     deadline_->expires_after(
         std::chrono::milliseconds(static_cast<int64_t>(server_.options.request_timeout_seconds * 1000)));
@@ -348,7 +347,6 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
   Request request_;
   std::string peer_;
   std::string allow_;  // the methods of the path being answered (a 405's Allow header)
-  std::shared_ptr<Job> job_;
   std::optional<net::steady_timer> deadline_;
 };
 
