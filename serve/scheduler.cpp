@@ -278,6 +278,11 @@ void Scheduler::remember(const std::string& key, const EvalRecord& record) {
   }
 }
 
+void Scheduler::count_answered(Outcome outcome, int64_t n) {
+  // mutex_ held
+  metrics_.evaluations[std::string(to_string(outcome))] += n;
+}
+
 void Scheduler::answer(const std::string& key, const EvalRecord& record) {
   std::vector<Waiter> waiters;
   {
@@ -288,7 +293,7 @@ void Scheduler::answer(const std::string& key, const EvalRecord& record) {
       in_flight_.erase(it);
     }
     remember(key, record);
-    metrics_.evaluations[std::string(to_string(record.outcome))] += static_cast<int64_t>(waiters.size());
+    count_answered(record.outcome, static_cast<int64_t>(waiters.size()));
     metrics_.deduplicated += waiters.empty() ? 0 : static_cast<int64_t>(waiters.size()) - 1;
   }
   for (const Waiter& w : waiters) w.job->complete(w.index, record);
@@ -318,7 +323,7 @@ void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
           const EvalRecord record = evaluator.format_error(item.task_id, item.raw_action, item.action, item.format_error);
           {
             std::lock_guard lock(mutex_);
-            metrics_.evaluations[std::string(to_string(record.outcome))] += 1;
+            count_answered(record.outcome, 1);
           }
           e->job->complete(e->index, record);
           continue;
@@ -329,7 +334,7 @@ void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
           std::lock_guard lock(mutex_);
           if (auto r = recent_index_.find(keyed.key); r != recent_index_.end()) {
             known = r->second->second;
-            metrics_.evaluations[std::string(to_string(known->outcome))] += 1;
+            count_answered(known->outcome, 1);
             metrics_.deduplicated += 1;
           } else if (auto f = in_flight_.find(keyed.key); f != in_flight_.end()) {
             f->second.push_back({e->job, e->index});  // answered with the one in flight

@@ -135,6 +135,7 @@ class Scheduler {
   void run_batch(Gpu& gpu, std::vector<Entry> batch);
   void answer(const std::string& key, const EvalRecord& record);
   void remember(const std::string& key, const EvalRecord& record);
+  void count_answered(Outcome outcome, int64_t n);  // records answered, for /metrics
   std::string new_job_id();
 
   EvalSettings defaults_;

@@ -3,23 +3,18 @@
 // a chosen launch plan (distinct records for one compiled source where the plan is not in it).
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include <ctest/experiments/program_testing.h>
 
 namespace kbrl::serving::testing {
 
-inline std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using ::kbrl::testing::file_text;
 
 /// A file of the source tree ($KBRL_SOURCE_DIR, which CTest sets, else `fallback`).
 inline std::string source_file(const std::string& relative, const char* fallback = nullptr) {
   const char* root = std::getenv("KBRL_SOURCE_DIR");
-  return read_file(std::filesystem::path(root ? root : (fallback ? fallback : ".")) / relative);
+  return file_text(std::filesystem::path(root ? root : (fallback ? fallback : ".")) / relative);
 }
 
 /// The known-good ReLU candidate file with its grid cap set to `grid` (the source changes with it:

@@ -30,7 +30,7 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-using testing::read_file;
+using testing::file_text;
 
 /// Candidates that differ in their launch plan and source (a compile each).
 std::string relu_candidate(int grid = 16384) { return testing::relu_file(grid); }
@@ -156,7 +156,7 @@ TEST(Serve, AnswersOneRecordPerItemInOrder) {
   const std::string command = std::string(KBRL_CLI) + " eval --task 19 --kernel " + file.string() + " --server " +
                               server.url() + " --json " + (dir.path() / "r.json").string() + " > /dev/null";
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
-  EXPECT_EQ(Json::parse(read_file(dir.path() / "r.json"))["key"], ok.key);
+  EXPECT_EQ(Json::parse(file_text(dir.path() / "r.json"))["key"], ok.key);
 }
 
 TEST(Serve, IdenticalItemsAreEvaluatedOnceForEveryWaiter) {

@@ -34,7 +34,7 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-using testing::read_file;
+using testing::file_text;
 
 std::string find_nginx() {
   for (const char* p : {"/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx"})
@@ -113,7 +113,7 @@ TEST(ServeBehindNginx, NothingIsLostOrAnsweredTwiceWhenAServerDies) {
                                  (dir / ("server" + std::to_string(i))).string()},
         std::vector<std::string>{env_worker, env_cache, env_slow}, dir / ("server" + std::to_string(i) + ".err")));
     const Json listening = Json::parse(servers.back()->first_line(), nullptr, false);
-    ASSERT_TRUE(listening.is_object()) << read_file(dir / ("server" + std::to_string(i) + ".err"));
+    ASSERT_TRUE(listening.is_object()) << file_text(dir / ("server" + std::to_string(i) + ".err"));
     upstreams.push_back(listening["listening"].get<std::string>().substr(7));
   }
 
