@@ -136,6 +136,10 @@ struct Server::Impl {
   net::signal_set signals{ioc};
   std::atomic<size_t> connections{0};
   std::atomic<int> stop_requests{0};
+  // run() returns only on ioc.stop(), after the drain has answered everything: not when the io
+  // context runs out of handlers (the acceptor closed and no session open, while jobs still run).
+  net::executor_work_guard<net::io_context::executor_type> keep_running = net::make_work_guard(ioc);
+  std::mutex drainer_mutex;  // the stopping thread starts the drainer; run() and ~Server join it
   std::thread drainer;
   std::mutex requests_mutex;
   std::map<int, int64_t> requests;  // answered, by status
@@ -150,6 +154,10 @@ struct Server::Impl {
   class Session;
   void accept();
   void request_stop(bool hand_back);
+  void join_drainer() {
+  std::lock_guard lock(drainer_mutex);
+    if (drainer.joinable()) drainer.join();
+  }
 };
 
 class Server::Impl::Session : public std::enable_shared_from_this<Session> {
@@ -379,6 +387,7 @@ void Server::Impl::request_stop(bool hand_back) {
     acceptor.close(ignored);
   });
   // Draining joins the dispatchers: off the io threads, which still write the answers.
+  std::lock_guard lock(drainer_mutex);
   drainer = std::thread([this] {
     scheduler.drain();
     net::post(ioc, [this] {
@@ -408,7 +417,7 @@ Server::Server(ServerOptions options, Scheduler& scheduler) : impl_(std::make_un
 
 Server::~Server() {
   impl_->ioc.stop();
-  if (impl_->drainer.joinable()) impl_->drainer.join();
+  impl_->join_drainer();
 }
 
 uint16_t Server::port() const { return impl_->acceptor.local_endpoint().port(); }
@@ -429,7 +438,7 @@ void Server::run(bool handle_signals) {
   for (int i = 1; i < impl_->options.http_threads; ++i) threads.emplace_back([this] { impl_->ioc.run(); });
   impl_->ioc.run();
   for (auto& t : threads) t.join();
-  if (impl_->drainer.joinable()) impl_->drainer.join();
+  impl_->join_drainer();
 }
 
 void Server::stop(bool hand_back) { impl_->request_stop(hand_back); }
