@@ -40,6 +40,14 @@ KBRL_SCHEMA(transfer, "adapted_on", "evaluated_on", "base_fast_1", "base_sig_fas
 KBRL_SCHEMA(adaptation_runs, "experiment", "method", "value", "seed", "tasks", "boa_step",
             "boa_fast_1", "boa_sig_fast_1", "step0_fast_1", "step0_sig_fast_1", "final_fast_1",
             "final_sig_fast_1", "final_correct_rate", "steps_run", "rollouts", "tokens", "teacher_tokens")
+KBRL_SCHEMA(per_task_ttt, "seed", "task_id", "greedy_fast", "greedy_sig_fast", "bon_k", "bon_correct_rate",
+            "bon_fast_1", "bon_sig_fast_1", "bon_task_success", "bon_sig_task_success", "bon_best_speedup", "ttt_k",
+            "ttt_steps", "ttt_boa_step", "ttt_correct_rate", "ttt_fast_1", "ttt_sig_fast_1", "ttt_task_success",
+            "ttt_sig_task_success", "ttt_best_speedup", "ttt_rollouts", "ttt_minus_bon_fast_1")
+KBRL_SCHEMA(per_task_ttt_summary, "method", "rollouts_per_task", "tasks", "correct_rate", "fast_1", "fast_1_low",
+            "fast_1_high", "sig_fast_1", "task_success", "task_success_low", "task_success_high", "sig_task_success",
+            "mean_best_speedup")
+KBRL_SCHEMA(speedup_by_seed, "method", "seed", "boa_step", "fast_1", "mean_speedup_correct", "std_over_seeds")
 KBRL_SCHEMA(compute, "method", "seeds", "rollouts", "student_tokens", "teacher_tokens",
             "total_tokens", "compile_seconds", "evaluator_seconds")
 

@@ -29,5 +29,8 @@ const CsvSchema& robustness();         // 5.4 (per task; the regime plot)
 const CsvSchema& transfer();           // 5.5 cross-subset transfer
 const CsvSchema& adaptation_runs();    // one row per TTT/SDPO run: lr sweep, SDPO, ablations
 const CsvSchema& compute();            // Appendix C
+const CsvSchema& speedup_by_seed();    // Table D.1: mean speedup over correct samples per seed
+const CsvSchema& per_task_ttt();       // self-improvement E1, E3-E5: per (seed, task)
+const CsvSchema& per_task_ttt_summary();  // its summary with bootstrap intervals (Figure F3)
 
 }  // namespace kbrl::schemas

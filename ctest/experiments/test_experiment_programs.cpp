@@ -54,8 +54,12 @@ TEST(ExperimentPrograms, EveryExperimentWritesItsTablesOnTheSyntheticEnvironment
       {"robustness", {{"robustness.csv", schemas::robustness}}},
       {"transfer", {{"transfer.csv", schemas::transfer}}},
       {"lr_sweep", {{"lr_sweep.csv", schemas::adaptation_runs}, {"lr_sweep_steps.csv", schemas::training_steps}}},
-      {"sdpo", {{"sdpo.csv", schemas::adaptation_runs}, {"compute.csv", schemas::compute}}},
+      {"sdpo", {{"sdpo.csv", schemas::adaptation_runs}, {"compute.csv", schemas::compute},
+                {"speedup_by_seed.csv", schemas::speedup_by_seed}}},
       {"ablations", {{"ablations.csv", schemas::adaptation_runs}}},
+      {"per_task_ttt", {{"per_task_ttt.csv", schemas::per_task_ttt},
+                        {"per_task_ttt_summary.csv", schemas::per_task_ttt_summary},
+                        {"ttt_steps.csv", schemas::training_steps}, {"samples.csv", schemas::samples}}},
   };
   for (const auto& [name, files] : expected) {
     SCOPED_TRACE(name);
@@ -122,12 +126,19 @@ TEST(ExperimentPrograms, SmokeBudgetRlvrRaisesTheRewardOfTheSameSamples) {
                 results.string()),
             0);
   const fs::path dir = results / "synthetic" / "smoke" / "base_policy";
+  // Appendix B: every train task evaluated before the first update and at each checkpoint (steps
+  // 2, 4, ..., 10 of the smoke budget's 10), on the same seeded samples.
   const auto eval = testing::read_csv(dir / "rlvr_eval.csv").rows;
-  ASSERT_EQ(eval.size(), 2u);
-  EXPECT_EQ(eval[0].at("run"), "before_rlvr");
-  EXPECT_EQ(eval[1].at("run"), "after_rlvr");
-  EXPECT_EQ(eval[0].at("rollouts"), eval[1].at("rollouts"));
-  EXPECT_GT(std::stod(eval[1].at("mean_reward")), std::stod(eval[0].at("mean_reward")));
+  ASSERT_EQ(eval.size(), 6u);
+  for (size_t i = 0; i < eval.size(); ++i) {
+    EXPECT_EQ(eval[i].at("run"), "rlvr_eval");
+    EXPECT_EQ(eval[i].at("step"), std::to_string(2 * i));
+    EXPECT_EQ(eval[i].at("rollouts"), eval[0].at("rollouts"));
+    if (i > 0) {
+      EXPECT_TRUE(fs::exists(dir / "checkpoints" / ("adapter_step_" + std::to_string(2 * i) + ".pt")));
+    }
+  }
+  EXPECT_GT(std::stod(eval.back().at("mean_reward")), std::stod(eval.front().at("mean_reward")));
   const auto steps = testing::read_csv(dir / "rlvr_steps.csv").rows;
   ASSERT_FALSE(steps.empty());
   EXPECT_GT(std::stod(steps.back().at("kl_to_start")), 0.05);

@@ -34,7 +34,7 @@ TEST(ExperimentProgramsLm, EveryExperimentTrainsAndSamplesALanguageModel) {
                             results.string();
   const std::vector<std::string> order = {"base_policy", "policy_sweep", "best_of_n", "selection",
                                           "length_control", "ttt", "oversharpening", "robustness",
-                                          "transfer", "lr_sweep", "sdpo", "ablations"};
+                                          "transfer", "lr_sweep", "sdpo", "ablations", "per_task_ttt"};
   const fs::path tiny = results / "tiny";
   for (const std::string& name : order) {
     SCOPED_TRACE(name);
@@ -76,6 +76,11 @@ TEST(ExperimentProgramsLm, EveryExperimentTrainsAndSamplesALanguageModel) {
   for (const auto& row : testing::read_csv(tiny / "ablations" / "ablations.csv").rows)
     reports_temperature |= row.at("method") == "temperature" && row.at("value") == "0.25";
   EXPECT_TRUE(reports_temperature);
+  // The self-improvement report's E4/E5 start from an RLVR step's adapter merged into the model, at
+  // its temperature 0.4.
+  const nlohmann::json per_task = nlohmann::json::parse(file_text(tiny / "per_task_ttt" / "settings.json"));
+  EXPECT_EQ(per_task.at("settings").at("per_task_ttt_temperature"), 0.4);
+  EXPECT_EQ(testing::read_csv(tiny / "per_task_ttt" / "per_task_ttt_summary.csv").rows.size(), 4u);
   fs::remove_all(results);
 }
 

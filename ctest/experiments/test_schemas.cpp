@@ -63,6 +63,14 @@ TEST(Schemas, GoldenHeaders) {
        "best_sol_fraction,best_fp32_speedup,best_fp32_config,expert_speedup"},
       {&schemas::compute(),
        "method,seeds,rollouts,student_tokens,teacher_tokens,total_tokens,compile_seconds,evaluator_seconds"},
+      {&schemas::speedup_by_seed(), "method,seed,boa_step,fast_1,mean_speedup_correct,std_over_seeds"},
+      {&schemas::per_task_ttt(),
+       "seed,task_id,greedy_fast,greedy_sig_fast,bon_k,bon_correct_rate,bon_fast_1,bon_sig_fast_1,bon_task_success,"
+       "bon_sig_task_success,bon_best_speedup,ttt_k,ttt_steps,ttt_boa_step,ttt_correct_rate,ttt_fast_1,"
+       "ttt_sig_fast_1,ttt_task_success,ttt_sig_task_success,ttt_best_speedup,ttt_rollouts,ttt_minus_bon_fast_1"},
+      {&schemas::per_task_ttt_summary(),
+       "method,rollouts_per_task,tasks,correct_rate,fast_1,fast_1_low,fast_1_high,sig_fast_1,task_success,"
+       "task_success_low,task_success_high,sig_task_success,mean_best_speedup"},
   };
   for (const auto& [schema, header] : golden) EXPECT_EQ(schema->header(), header) << schema->name;
 }

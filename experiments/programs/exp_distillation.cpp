@@ -1,5 +1,6 @@
 // sdpo (surprisal report Appendix E, with Appendix C's compute accounting) and ablations
 // (self-improvement report 4.3: TTT steps, K, TTT without RLVR, temperature).
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -49,6 +50,8 @@ void sdpo(ExperimentContext& ctx) {
                                        {"sdpo_feedback", TttUpdate::sdpo, SdpoTeacher::feedback},
                                        {"sdpo_prompt_only", TttUpdate::sdpo, SdpoTeacher::prompt_only}};
   std::map<std::string, Budget> spent;
+  std::map<std::string, std::vector<std::vector<std::string>>> by_seed;  // Table D.1's rows per method
+  std::map<std::string, std::vector<double>> speedups;
   for (uint64_t seed : b.sdpo_seeds)
     for (const Method& m : methods) {
       auto policy = ctx.load_policy(ctx.base_checkpoint());
@@ -58,7 +61,22 @@ void sdpo(ExperimentContext& ctx) {
       const TttResult r = run_ttt(*policy, *ctx.env, c, &steps, nullptr, {}, ctx.progress);
       runs.row(adaptation_row("sdpo", m.name, "", c, r));
       spent[m.name] += r.budget;
+      const StepMetrics& boa = r.steps.at(static_cast<size_t>(r.boa.best_step));
+      by_seed[m.name].push_back({m.name, cell(static_cast<int64_t>(seed)), cell(r.boa.best_step), cell(boa.fast_1),
+                                 cell(boa.mean_speedup_correct), ""});
+      speedups[m.name].push_back(boa.mean_speedup_correct);
     }
+  // Table D.1: the mean speedup over the correct samples of each run's BoA step, per seed, then the
+  // mean and the sample standard deviation over seeds (nan with one seed).
+  CsvTable d1(ctx.dir / "speedup_by_seed.csv", schemas::speedup_by_seed());
+  for (const Method& m : methods) {
+    for (const auto& row : by_seed[m.name]) d1.row(row);
+    const std::vector<double>& x = speedups[m.name];
+    double mean = 0, ss = 0;
+    for (double v : x) mean += v / static_cast<double>(x.size());
+    for (double v : x) ss += (v - mean) * (v - mean);
+    d1.row({m.name, "mean", "", "", cell(mean), x.size() > 1 ? cell(std::sqrt(ss / static_cast<double>(x.size() - 1))) : "nan"});
+  }
   // Appendix C: rollouts and tokens per method (summed over seeds). Before them, the report's two
   // reference rows, as rollout counts of the same settings: the base policy (one round of ttt_k
   // samples per task, TTT's step 0) and best-of-N at K = ttt_k * (steps + 1) per task, which spends

@@ -62,28 +62,16 @@ void base_policy(ExperimentContext& ctx) {
   c.lora_config = {b.lora_rank, b.lora_alpha};
   c.checkpoint_every = std::max(1, b.rlvr_steps / 4);
   c.seed = 1;
-  // The same rollouts (seed, K) on every train task before and after RLVR: the training batches
-  // cycle through different tasks, so their per-step rewards are not comparable with each other.
+  // The surprisal report's Appendix B: every train task evaluated at each checkpoint (steps 10, 20,
+  // 30, 40 at paper budget) and before the first update, with the same rollouts (seed, K) every
+  // time: the training batches cycle through different tasks, so their per-step rewards do not
+  // compare with each other; these rows do.
+  c.eval_every = c.checkpoint_every;
+  c.eval_k = b.rlvr_eval_k;
+  c.eval_seed = 99;
   CsvTable eval(ctx.dir / "rlvr_eval.csv", schemas::training_steps());
-  auto evaluate_all_tasks = [&](int stage) {
-    std::vector<Rollout> all;
-    for (const auto& per_task : sample_and_evaluate(ctx, *policy, ctx.policy_label(stage == 0 ? "sft" : "rlvr"), tasks, b.rlvr_eval_k, b.temperature,
-                                                    99, nullptr, stage == 0 ? "before_rlvr" : "after_rlvr"))
-      all.insert(all.end(), per_task.begin(), per_task.end());
-    StepMetrics m = score_rollouts(all);
-    m.step = stage;
-    m.tasks = static_cast<int>(tasks.size());
-    eval.row(training_step_row(stage == 0 ? "before_rlvr" : "after_rlvr", m));
-    if (ctx.progress)
-      ctx.progress(fmt::format("{} RLVR: correct {:.3f} fast_1 {:.3f} sig_fast_1 {:.3f} mean reward {:.3f} over {} "
-                               "rollouts",
-                               stage == 0 ? "before" : "after", m.correct_rate, m.fast_1, m.sig_fast_1,
-                               m.mean_reward, m.rollouts));
-  };
-  evaluate_all_tasks(0);
   CsvTable steps(ctx.dir / "rlvr_steps.csv", schemas::training_steps());
-  run_rlvr(*policy, *ctx.env, c, &steps, checkpoints, ctx.progress);
-  evaluate_all_tasks(1);
+  run_rlvr(*policy, *ctx.env, c, &steps, checkpoints, ctx.progress, &eval);
 }
 
 /// One model's row of model_sweep.csv (and its rows of samples.csv and model_sweep_tasks.csv).

@@ -45,6 +45,8 @@ ExperimentBudget experiment_budget(const std::string& name) {
     b.ablation_k = {2, 4};
     b.ablation_temperatures = {1.0, 2.8};
     b.lr_factors = {1.0, 0.1};
+    b.per_task_ttt_k = 8;
+    b.per_task_ttt_steps = 2;
     return b;
   }
   if (name == "tiny") {
@@ -64,6 +66,9 @@ ExperimentBudget experiment_budget(const std::string& name) {
     b.ablation_steps = {1};
     b.ablation_k = {2};
     b.ablation_temperatures = {1.0};
+    b.per_task_ttt_k = 2;
+    b.per_task_ttt_steps = 1;
+    b.per_task_ttt_checkpoint_step = 2;
     return b;
   }
   if (name == "llm-cpu") {
@@ -86,6 +91,7 @@ ExperimentBudget language_model_budget(ExperimentBudget b) {
   b.temperature = 0.25;
   b.ablation_temperatures = paper ? std::vector<double>{0.1, 0.25, 0.4, 0.7}
                                   : (b.name == "smoke" ? std::vector<double>{0.25, 0.7} : std::vector<double>{0.25});
+  b.per_task_ttt_temperature = 0.4;  // the self-improvement report's
   b.rlvr_learning_rate = paper ? 1e-5 : 2e-4;
   b.ttt_learning_rate = b.rlvr_learning_rate;
   // SFT of a LoRA adapter on the known-good kernels written as text (one answer per task): on
@@ -124,6 +130,10 @@ nlohmann::json budget_json(const ExperimentBudget& b) {
           {"ablation_k", b.ablation_k},
           {"ablation_temperatures", b.ablation_temperatures},
           {"lr_factors", b.lr_factors},
+          {"per_task_ttt_k", b.per_task_ttt_k},
+          {"per_task_ttt_steps", b.per_task_ttt_steps},
+          {"per_task_ttt_checkpoint_step", b.per_task_ttt_checkpoint_step},
+          {"per_task_ttt_temperature", b.per_task_ttt_temperature},
           {"subset1", b.subset1},
           {"subset2", b.subset2}};
 }
@@ -189,7 +199,7 @@ const std::vector<Experiment>& experiments() {
   static const std::vector<Experiment> all = [] {
     std::vector<Experiment> v;
     for (auto* group : {&training_experiments, &search_experiments, &adaptation_experiments,
-                        &distillation_experiments})
+                        &distillation_experiments, &self_improvement_experiments})
       for (Experiment& e : (*group)()) v.push_back(std::move(e));
     return v;
   }();

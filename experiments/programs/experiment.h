@@ -32,7 +32,7 @@ struct ExperimentBudget {
   int rlvr_tasks_per_batch = 8;
   int rlvr_group = 8;
   double rlvr_learning_rate = 3e-3;
-  int rlvr_eval_k = 8;  // samples per train task in the before/after comparison (same seeds)
+  int rlvr_eval_k = 8;  // samples per train task at each checkpoint's evaluation (same seeds)
   std::vector<int> train_tasks;  // empty: the train split (covered tasks)
   // search
   int bon_k = 64;
@@ -57,6 +57,14 @@ struct ExperimentBudget {
   std::vector<double> ablation_temperatures = {0.4, 1.0, 1.6, 2.8};  // the reports' {0.1, 0.25, 0.4, 0.7} x4
   std::vector<double> lr_factors = {1.0, 0.1, 0.03};
   std::vector<int> subset1, subset2;  // the reports' subsets (reference/splits.h)
+  // The self-improvement report's main experiment (E1, E3-E5): per task of subset 1 and per seed,
+  // best-of-N at K against TTT on that task alone at K per step for `steps` updates, both from the
+  // RLVR checkpoint of step `checkpoint_step`, at one temperature (the report's 0.4; the schedule
+  // policy's equivalent on the ablation's x4 scale, 1.6).
+  int per_task_ttt_k = 64;
+  int per_task_ttt_steps = 15;
+  int per_task_ttt_checkpoint_step = 10;
+  double per_task_ttt_temperature = 1.6;
 };
 
 /// "smoke" (minutes on one GPU), "paper" (the reports' settings), "tiny" (CPU plumbing tests
