@@ -18,7 +18,7 @@ inline void add_eval_flags(CLI::App* cmd, EvalFlags& f) {
   cmd->add_option("--inputs", f.inputs,
                   "robust (KernelBench's inputs plus a stress trial) or kernelbench (KernelBench's only)")
       ->capture_default_str();
-  cmd->add_option("--reward", f.reward, "speedup, composite or normalized")->capture_default_str();
+  cmd->add_option("--reward", f.reward, "speedup, composite[:alpha,beta,gamma,r_max], normalized or threshold:T")->capture_default_str();
   cmd->add_option("--precision", f.precision, "reduced precision: allow, flag or reject")->capture_default_str();
   cmd->add_option("--trials", f.trials, "correctness trials on fresh inputs")->capture_default_str();
   cmd->add_option("--timeout", f.timeout, "seconds one GPU job may take before it is killed")->capture_default_str();

@@ -97,7 +97,7 @@ std::vector<Rollout> EvaluatorEnvironment::evaluate(const TaskSpec& task,
     KBRL_ASSERT(it != memo_.end(), "no record for sample {} of task {}", i, task.id);
     const EvalRecord& r = it->second;
     const bool first = queued.erase(keys[i]) > 0;  // the sample whose evaluation ran now
-    out.push_back(rollout_of(samples[i], it->second, codes[i], first));
+    out.push_back(rollout_of(samples[i], r, codes[i], first));
   }
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
@@ -118,7 +118,7 @@ ServedEnvironment::ServedEnvironment(std::vector<std::string> urls, std::string 
   impl_->settings = {{"mode", std::string(to_string(settings.mode))},
                      {"tolerance", settings.atol >= 1e-2 ? "legacy" : "strict"},
                      {"inputs", std::string(to_string(settings.inputs))},
-                     {"reward", std::string(to_string(settings.reward.kind))}};
+                     {"reward", reward_spec(settings.reward)}};
 }
 
 ServedEnvironment::~ServedEnvironment() = default;

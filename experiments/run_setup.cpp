@@ -154,7 +154,7 @@ EvalSettings eval_settings(const EvalFlags& f) {
   s.mode = parse_timing_mode(f.mode);
   s.atol = s.rtol = parse_tolerance(f.tolerance);
   s.inputs = parse_input_checks(f.inputs);
-  s.reward.kind = parse_reward_kind(f.reward);
+  s.reward = parse_reward(f.reward, s.reward);
   s.reward.precision = parse_precision_policy(f.precision);
   KBRL_CHECK_INPUT(f.trials >= 1, "--trials must be >= 1 (got {})", f.trials);
   KBRL_CHECK_INPUT(f.timeout > 0, "--timeout must be > 0 seconds (got {})", f.timeout);

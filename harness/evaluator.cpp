@@ -64,7 +64,7 @@ nlohmann::json EvalSettings::key_json() const {
           {"trials", trials},
           {"atol", atol},
           {"rtol", rtol},
-          {"reward", std::string(to_string(reward.kind))},
+          {"reward", reward_spec(reward)},
           {"precision", std::string(to_string(reward.precision))},
           {"arch", arch}};
 }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <set>
 
+#include <fmt/format.h>
+
 #include <kbrl/error.h>
 
 namespace kbrl {
@@ -11,6 +13,8 @@ namespace {
 
 void check_config(const RewardConfig& config) {
   KBRL_CHECK_INPUT(config.r_max > 0.0, "reward r_max {} must be positive", config.r_max);
+  KBRL_CHECK_INPUT(config.threshold > 0.0 && std::isfinite(config.threshold), "reward threshold {} must be positive",
+                   config.threshold);
   KBRL_CHECK_INPUT(config.log2_clip > 0.0, "reward log2_clip {} must be positive",
                    config.log2_clip);
   KBRL_CHECK_INPUT(config.sol_margin >= 0.0 && config.sol_margin < 1.0,
@@ -30,6 +34,90 @@ double normalized_reward(double speedup, double baseline, double clip) {
 
 std::string_view to_string(RewardKind kind) { return enum_name(kind); }
 RewardKind parse_reward_kind(std::string_view text) { return parse_enum<RewardKind>(text); }
+
+namespace {
+
+constexpr std::string_view kRewardForms =
+    "speedup, normalized, composite[:alpha,beta,gamma,r_max] (e.g. composite:0.5,1,0.5,3) or threshold:T "
+    "(e.g. threshold:1.5)";
+
+std::vector<double> reward_numbers(std::string_view spec, std::string_view list, size_t count) {
+  std::vector<double> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t end = std::min(list.find(',', start), list.size());
+    const std::string item(list.substr(start, end - start));
+    size_t used = 0;
+    double value = 0;
+    try {
+      value = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    KBRL_CHECK_INPUT(!item.empty() && used == item.size() && std::isfinite(value),
+                     "--reward '{}': '{}' is not a number (the forms: {})", spec, item, kRewardForms);
+    out.push_back(value);
+    start = end + 1;
+  }
+  KBRL_CHECK_INPUT(out.size() == count, "--reward '{}': {} numbers where {} are needed (the forms: {})", spec,
+                   out.size(), count, kRewardForms);
+  return out;
+}
+
+}  // namespace
+
+RewardConfig parse_reward(std::string_view spec, RewardConfig config) {
+  const size_t colon = spec.find(':');
+  const std::string_view name = spec.substr(0, colon);
+  RewardKind kind{};
+  try {
+    kind = parse_reward_kind(name);
+  } catch (const InputError&) {
+    throw InputError(fmt::format("unknown reward '{}' (the forms: {})", spec, kRewardForms));
+  }
+  config.kind = kind;
+  const RewardConfig defaults;
+  config.alpha = defaults.alpha;
+  config.beta = defaults.beta;
+  config.gamma = defaults.gamma;
+  config.r_max = defaults.r_max;
+  config.threshold = defaults.threshold;
+  const bool has_parameters = colon != std::string_view::npos;
+  const std::string_view parameters = has_parameters ? spec.substr(colon + 1) : std::string_view{};
+  switch (kind) {
+    case RewardKind::composite:
+      if (has_parameters) {
+        const auto v = reward_numbers(spec, parameters, 4);
+        config.alpha = v[0];
+        config.beta = v[1];
+        config.gamma = v[2];
+        config.r_max = v[3];
+      }
+      break;
+    case RewardKind::threshold:
+      KBRL_CHECK_INPUT(has_parameters, "--reward threshold needs its T: threshold:1.5 rewards 1 above 1.5x the "
+                       "reference's speed");
+      config.threshold = reward_numbers(spec, parameters, 1)[0];
+      break;
+    case RewardKind::speedup:
+    case RewardKind::normalized:
+      KBRL_CHECK_INPUT(!has_parameters, "--reward {} takes no parameters (the forms: {})", name, kRewardForms);
+      break;
+  }
+  check_config(config);
+  return config;
+}
+
+std::string reward_spec(const RewardConfig& config) {
+  const RewardConfig defaults;
+  const std::string name(to_string(config.kind));
+  if (config.kind == RewardKind::threshold) return fmt::format("{}:{}", name, config.threshold);
+  if (config.kind == RewardKind::composite &&
+      (config.alpha != defaults.alpha || config.beta != defaults.beta || config.gamma != defaults.gamma ||
+       config.r_max != defaults.r_max))
+    return fmt::format("{}:{},{},{},{}", name, config.alpha, config.beta, config.gamma, config.r_max);
+  return name;
+}
 
 double floor_ms(double flops, double min_bytes, const DevicePeaks& peaks, bool uses_tf32) {
   double seconds = 0.0;
@@ -77,6 +165,9 @@ RewardResult compute_reward(const RewardInput& input, const RewardConfig& config
     case RewardKind::composite:
       result.reward = config.alpha * (input.compiled ? 1.0 : 0.0) + config.beta * accepted +
                       config.gamma * std::min(result.speedup, config.r_max) * accepted;
+      break;
+    case RewardKind::threshold:
+      result.reward = result.accepted && result.speedup > config.threshold ? 1.0 : 0.0;
       break;
     case RewardKind::normalized: {
       const auto it = config.task_baselines.find(input.task_id);

@@ -9,6 +9,8 @@
 //   speedup    : the gated speedup (the reports' default).
 //   composite  : alpha*compiled + beta*correct + gamma*min(speedup, r_max)*correct (GRPO report,
 //                Eq. 1), with correct = accepted.
+//   threshold  : 1 when accepted and speedup > T, else 0: the speedup signal made sparse (the
+//                surprisal report's 6.7 reward sparsification).
 //   normalized : per-task normalized speedup for training,
 //                  0                                                    if not accepted,
 //                  1 + clamp(log2(speedup / baseline), -L, L) / L        otherwise,
@@ -28,13 +30,14 @@
 
 namespace kbrl {
 
-enum class RewardKind { speedup, composite, normalized };
+enum class RewardKind { speedup, composite, normalized, threshold };
 template <>
 struct EnumNames<RewardKind> {
   static constexpr std::string_view what = "reward kind";
   static constexpr EnumEntry<RewardKind> entries[] = {{RewardKind::speedup, "speedup"},
                                                       {RewardKind::composite, "composite"},
-                                                      {RewardKind::normalized, "normalized"}};
+                                                      {RewardKind::normalized, "normalized"},
+                                                      {RewardKind::threshold, "threshold"}};
 };
 std::string_view to_string(RewardKind);
 RewardKind parse_reward_kind(std::string_view);  // throws InputError
@@ -52,6 +55,8 @@ struct RewardConfig {
   double beta = 1.0;   // weight of correct
   double gamma = 0.5;  // weight of min(speedup, r_max)
   double r_max = 3.0;
+  // threshold
+  double threshold = 1.0;  // T: the reward is 1 above T times the reference's speed
   // normalized
   double log2_clip = 3.0;                    // L: clip of log2(speedup / baseline)
   std::map<int, double> task_baselines;      // task id -> baseline speedup (default 1.0)
@@ -65,6 +70,15 @@ struct RewardConfig {
   double excessive_speedup = 10.0;       // flagged (never failed) above this, as KernelBench does
   bool operator==(const RewardConfig&) const = default;
 };
+
+/// A reward spec, as --reward and the serve API take it: `speedup`, `normalized`,
+/// `composite[:alpha,beta,gamma,r_max]` (bare: 0.5, 1, 0.5, 3) or `threshold:T` (T > 0). The kind
+/// and its parameters are set on a copy of `base` (its gates and flags kept). InputError names the
+/// forms for anything else.
+RewardConfig parse_reward(std::string_view spec, RewardConfig base = {});
+/// The spec of a config's kind and parameters (parse_reward's inverse): the bare kind name when
+/// the parameters are the defaults, so that the record keys of a default reward never change.
+std::string reward_spec(const RewardConfig& config);
 
 /// Peak rates of a device, measured (a copy kernel's bandwidth, FMA-bound kernels' FLOP rates).
 /// A rate of 0 means unknown: that bound is then left out of the floor.

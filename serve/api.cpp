@@ -87,7 +87,8 @@ PreparedItem parse_item(const Json& item, size_t index, const EvalSettings& defa
     } else if (name == "inputs") {
       out.settings.inputs = parse_field(value, field, parse_input_checks);
     } else if (name == "reward") {
-      out.settings.reward.kind = parse_field(value, field, parse_reward_kind);
+      out.settings.reward =
+          parse_field(value, field, [&](const std::string& spec) { return parse_reward(spec, out.settings.reward); });
     } else {
       throw ApiException(bad_request(
           fmt::format("{}: unknown field (an item has task_id, one of text, candidate or config, and optionally "

@@ -68,7 +68,7 @@ TEST(EnumNames, EveryTableRoundTrips) {
   expect_round_trip(TextStyle::file, parse_text_style);
   expect_round_trip(InputChecks::kernelbench, parse_input_checks);
   expect_round_trip(CallStatus::handler_error);
-  expect_round_trip(RewardKind::normalized, parse_reward_kind);
+  expect_round_trip(RewardKind::threshold, parse_reward_kind);
   expect_round_trip(PrecisionPolicy::reject, parse_precision_policy);
   expect_round_trip(PrecisionCategory::fp8, parse_precision_category);
   expect_round_trip(TimingMode::adaptive, parse_timing_mode);

@@ -72,6 +72,51 @@ TEST(Composite, FollowsTheGrpoReportsFormula) {
   EXPECT_DOUBLE_EQ(compute_reward(timed(0.5), custom).reward, 0.1 + 0.2 + 4.0);
 }
 
+TEST(Threshold, RewardsOneAboveTheThresholdOnly) {
+  const RewardConfig config = parse_reward("threshold:1.5");
+  EXPECT_EQ(compute_reward(timed(1.0), config).reward, 1.0);  // 2x
+  EXPECT_EQ(compute_reward(timed(2.0 / 1.5), config).reward, 0.0);  // exactly 1.5x: not above
+  EXPECT_EQ(compute_reward(timed(1.9), config).reward, 0.0);
+  RewardInput wrong = timed(0.1);
+  wrong.correct = false;
+  EXPECT_EQ(compute_reward(wrong, config).reward, 0.0);
+}
+
+TEST(RewardSpec, ParsesEveryFormAndRoundTrips) {
+  EXPECT_EQ(parse_reward("speedup").kind, RewardKind::speedup);
+  EXPECT_EQ(parse_reward("normalized").kind, RewardKind::normalized);
+  const RewardConfig bare = parse_reward("composite");
+  EXPECT_EQ(bare, kind(RewardKind::composite));
+  const RewardConfig custom = parse_reward("composite:0.2,1,0.25,4");
+  EXPECT_EQ(custom.alpha, 0.2);
+  EXPECT_EQ(custom.beta, 1.0);
+  EXPECT_EQ(custom.gamma, 0.25);
+  EXPECT_EQ(custom.r_max, 4.0);
+  EXPECT_EQ(parse_reward("threshold:2").threshold, 2.0);
+  // The spec of a default is the bare name (record keys of default rewards never change).
+  for (const char* spec : {"speedup", "normalized", "composite", "composite:0.2,1,0.25,4", "threshold:1.5"})
+    EXPECT_EQ(reward_spec(parse_reward(spec)), spec);
+  EXPECT_EQ(reward_spec(parse_reward("composite:0.5,1,0.5,3")), "composite");
+  // Gates and flags of the base config are kept; the kind's parameters are reset.
+  RewardConfig base;
+  base.precision = PrecisionPolicy::reject;
+  base.alpha = 9;
+  const RewardConfig kept = parse_reward("composite", base);
+  EXPECT_EQ(kept.precision, PrecisionPolicy::reject);
+  EXPECT_EQ(kept.alpha, 0.5);
+  // Bad specs name the forms.
+  for (const char* bad : {"fast", "composite:1,2,3", "composite:1,2,3,0", "composite:a,1,1,1", "composite:1,,1,1",
+                          "threshold", "threshold:0", "threshold:-1", "threshold:1,2", "speedup:2", "normalized:1",
+                          "threshold:1e999", ""}) {
+    try {
+      parse_reward(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("reward"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Normalized, IsClippedLog2OfSpeedupOverTheTaskBaseline) {
   RewardConfig config = kind(RewardKind::normalized);  // L = 3
   const auto reward_at = [&](double speedup) {
@@ -108,7 +153,7 @@ TEST(SpeedOfLight, FloorIsTheSlowerOfBandwidthAndCompute) {
 }
 
 TEST(SpeedOfLight, ImpossibleCandidatesEarnNothing) {
-  for (RewardKind k : {RewardKind::speedup, RewardKind::composite, RewardKind::normalized}) {
+  for (RewardKind k : {RewardKind::speedup, RewardKind::composite, RewardKind::normalized, RewardKind::threshold}) {
     SCOPED_TRACE(to_string(k));
     RewardInput in = timed(0.5);
     in.floor_ms = 1.0;
@@ -146,7 +191,7 @@ TEST(Flags, ExcessiveSpeedupIsFlaggedNotFailed) {
 }
 
 TEST(RewardConfig, NamesAndRanges) {
-  for (RewardKind k : {RewardKind::speedup, RewardKind::composite, RewardKind::normalized})
+  for (RewardKind k : {RewardKind::speedup, RewardKind::composite, RewardKind::normalized, RewardKind::threshold})
     EXPECT_EQ(parse_reward_kind(to_string(k)), k);
   for (PrecisionPolicy p : {PrecisionPolicy::allow, PrecisionPolicy::flag, PrecisionPolicy::reject})
     EXPECT_EQ(parse_precision_policy(to_string(p)), p);

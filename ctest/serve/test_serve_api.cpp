@@ -54,6 +54,25 @@ TEST(ServeApi, ParsesEachKindOfItemWithItsOverrides) {
   EXPECT_NE(items[0].settings_id, items[2].settings_id);
 }
 
+TEST(ServeApi, ARewardSpecCarriesItsParameters) {
+  const Json body = {{"items",
+                      {{{"task_id", 19}, {"candidate", kRelu}, {"reward", "composite"}},
+                       {{"task_id", 19}, {"candidate", kRelu}, {"reward", "composite:0.2,1,0.25,4"}},
+                       {{"task_id", 19}, {"candidate", kRelu}, {"reward", "threshold:1.5"}}}}};
+  const std::vector<PreparedItem> items = parse_evaluate_request(body.dump(), EvalSettings{});
+  ASSERT_EQ(items.size(), 3u);
+  EXPECT_EQ(items[1].settings.reward.alpha, 0.2);
+  EXPECT_EQ(items[1].settings.reward.r_max, 4.0);
+  EXPECT_EQ(items[2].settings.reward.kind, RewardKind::threshold);
+  EXPECT_EQ(items[2].settings.reward.threshold, 1.5);
+  // Other parameters are other settings: their records never answer each other.
+  EXPECT_NE(items[0].settings_id, items[1].settings_id);
+  EXPECT_NE(items[1].settings_id, items[2].settings_id);
+  const ApiError bad = error_of(R"({"items": [{"task_id": 19, "candidate": "x", "reward": "threshold:0"}]})");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.message.find("threshold"), std::string::npos) << bad.message;
+}
+
 TEST(ServeApi, AConfigurationOutsideTheTasksSpaceIsAFormatError) {
   const Json legal = {{"block", 256}, {"vec", 4}, {"items_per_thread", 2}, {"grid", "waves"}, {"cache_hint", "none"},
                       {"precision", "fp32"}, {"fast_math", "off"}, {"tail", "safe"}};

@@ -107,7 +107,7 @@ int run(const Options& o) {
   parse_timing_mode(o.mode);
   parse_tolerance(o.tolerance);
   parse_input_checks(o.inputs);
-  const RewardKind reward_kind = parse_reward_kind(o.reward);
+  const RewardConfig reward = parse_reward(o.reward);
   ctx.policy_spec = o.policy;
   if (!o.samples.empty()) {
     KBRL_CHECK_INPUT(experiment.name == "selection" || experiment.name == "length_control",
@@ -145,8 +145,6 @@ int run(const Options& o) {
   flags.reward = o.reward;
   std::unique_ptr<Environment> env;
   if (synthetic) {
-    RewardConfig reward;
-    reward.kind = reward_kind;
     env = std::make_unique<SyntheticEnvironment>(20260301, 0.5, reward);
   } else if (env_name == "served") {
     env = std::make_unique<ServedEnvironment>(serving::parse_server_urls(o.evaluator),
@@ -237,8 +235,9 @@ int main(int argc, char** argv) {
                  "robust (KernelBench's inputs plus a stress trial) or kernelbench (KernelBench's only)")
       ->capture_default_str();
   app.add_option("--reward", o.reward,
-                 "speedup (gated speedup), composite (the GRPO report's: compile, correctness and speedup "
-                 "terms; without a GPU only the compile term can be earned) or normalized")
+                 "speedup (gated speedup), composite[:alpha,beta,gamma,r_max] (the GRPO report's Eq. 1, bare: "
+                 "0.5,1,0.5,3; without a GPU only the compile term can be earned), normalized, or threshold:T "
+                 "(1 above T times the reference's speed, else 0)")
       ->capture_default_str();
   app.add_option("--scale", o.scale, "kernelbench or small (default: kernelbench; small with --env synthetic)");
   app.add_option("--policy", o.policy,
