@@ -48,6 +48,8 @@ KBRL_SCHEMA(per_task_ttt_summary, "method", "rollouts_per_task", "tasks", "corre
             "fast_1_high", "sig_fast_1", "task_success", "task_success_low", "task_success_high", "sig_task_success",
             "mean_best_speedup")
 KBRL_SCHEMA(speedup_by_seed, "method", "seed", "boa_step", "fast_1", "mean_speedup_correct", "std_over_seeds")
+KBRL_SCHEMA(judge_scores, "policy", "task_id", "sample", "outcome", "correctness", "compilability", "speed",
+            "judge_mean", "kernel_reward", "reward", "judge_error")
 KBRL_SCHEMA(compute, "method", "seeds", "rollouts", "student_tokens", "teacher_tokens",
             "total_tokens", "compile_seconds", "evaluator_seconds")
 

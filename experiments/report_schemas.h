@@ -32,5 +32,6 @@ const CsvSchema& compute();            // Appendix C
 const CsvSchema& speedup_by_seed();    // Table D.1: mean speedup over correct samples per seed
 const CsvSchema& per_task_ttt();       // self-improvement E1, E3-E5: per (seed, task)
 const CsvSchema& per_task_ttt_summary();  // its summary with bootstrap intervals (Figure F3)
+const CsvSchema& judge_scores();       // GRPO report 3.5: the judge's scores of each rollout
 
 }  // namespace kbrl::schemas

@@ -124,6 +124,11 @@ std::vector<SampleRow> read_samples(const std::filesystem::path& file) {
   return rows;
 }
 
+const CsvSchema& sft_steps() {
+  static const CsvSchema s{"sft_steps", {"step", "epoch", "train_loss", "eval_nll_per_token"}};
+  return s;
+}
+
 const CsvSchema& sft_epochs() {
   static const CsvSchema s{"sft_epochs", {"epoch", "items", "mean_loss", "nll_per_token", "wall_seconds"}};
   return s;

@@ -59,6 +59,9 @@ struct SampleRow {
 std::vector<SampleRow> read_samples(const std::filesystem::path& file);
 /// One row per SFT epoch.
 const CsvSchema& sft_epochs();
+/// Per SFT optimizer step: the batch's loss, the held-out NLL per token where measured (nan
+/// elsewhere); step 0 is before training (the GRPO report's Figure 2).
+const CsvSchema& sft_steps();
 /// One row per configuration a knob-space sweep evaluated (`kbrl sweep`); `speedup_low`,
 /// `speedup_high` as in samples().
 const CsvSchema& sweep_configs();

@@ -302,10 +302,12 @@ double mean_nll(TrainablePolicy& policy, const std::vector<TrainItem>& items, do
 }
 
 std::vector<SftEpoch> run_sft(TrainablePolicy& policy, const std::vector<TrainItem>& data,
-                              const SftConfig& c, CsvTable* epochs_csv, const Progress& progress) {
+                              const SftConfig& c, CsvTable* epochs_csv, const Progress& progress,
+                              CsvTable* steps_csv) {
   KBRL_CHECK_INPUT(!data.empty(), "sft: no data");
   KBRL_CHECK_INPUT(c.epochs >= 0 && c.batch_size > 0, "sft: epochs {} must be >= 0 and batch_size {} > 0",
                    c.epochs, c.batch_size);
+  KBRL_CHECK_INPUT(c.eval_every >= 1, "sft: eval_every {} must be >= 1", c.eval_every);
   policy.set_optimizer(c.optimizer);
   if (c.lora) policy.add_adapter(c.lora_config, c.seed);
   UpdateConfig update;
@@ -323,6 +325,16 @@ std::vector<SftEpoch> run_sft(TrainablePolicy& policy, const std::vector<TrainIt
     out.push_back(e);
   };
   emit({0, 0.0, mean_nll(policy, data, c.temperature), 0.0});
+  const int64_t batches_per_epoch =
+      (static_cast<int64_t>(data.size()) + c.batch_size - 1) / static_cast<int64_t>(c.batch_size);
+  const int64_t last_step = batches_per_epoch * c.epochs;
+  const auto step_row = [&](int64_t step, int epoch, const std::string& train_loss) {
+    if (!steps_csv) return;
+    const bool eval = !c.held_out.empty() && (step % c.eval_every == 0 || step == last_step);
+    steps_csv->row({cell(step), cell(epoch), train_loss, eval ? cell(mean_nll(policy, c.held_out, c.temperature)) : "nan"});
+  };
+  step_row(0, 0, "nan");
+  int64_t step = 0;
   std::vector<int> order(data.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
   uint64_t state = c.seed ^ 0x5F75EEDULL;
@@ -335,8 +347,10 @@ std::vector<SftEpoch> run_sft(TrainablePolicy& policy, const std::vector<TrainIt
       std::vector<TrainItem> batch;
       for (size_t i = b; i < std::min(order.size(), b + static_cast<size_t>(c.batch_size)); ++i)
         batch.push_back(data[static_cast<size_t>(order[i])]);
-      loss += finite_update(policy, batch, update, fmt::format("sft epoch {}", epoch)).loss;
+      const double batch_loss = finite_update(policy, batch, update, fmt::format("sft epoch {}", epoch)).loss;
+      loss += batch_loss;
       ++batches;
+      step_row(++step, epoch, cell(batch_loss));
     }
     emit({epoch, loss / std::max(1, batches), mean_nll(policy, data, c.temperature), seconds_since(start)});
   }

@@ -135,6 +135,11 @@ struct SftConfig {
   bool lora = false;  // train a LoRA adapter (merged at the end) instead of every weight
   LoraConfig lora_config{.rank = 8, .alpha = 16};
   uint64_t seed = 0;
+  /// Held-out items (the GRPO report's Figure 2 evaluation loss): their NLL per token is measured
+  /// before the first step and every `eval_every` steps (and after the last) when a steps CSV is
+  /// given; empty = none.
+  std::vector<TrainItem> held_out;
+  int eval_every = 1;
 };
 
 struct SftEpoch {
@@ -148,10 +153,12 @@ struct SftEpoch {
 double mean_nll(TrainablePolicy& policy, const std::vector<TrainItem>& items, double temperature);
 
 /// SFT: minibatches of the data (reshuffled per epoch), cross-entropy (Objective::likelihood,
-/// token_mean). Returns one row per epoch, epoch 0 being the NLL before training.
+/// token_mean). Returns one row per epoch, epoch 0 being the NLL before training. `steps_csv`
+/// (schemas::sft_steps(), when given) gets a row per optimizer step: its batch's loss, and the
+/// held-out NLL per token where it was measured (nan elsewhere); step 0 is before training.
 std::vector<SftEpoch> run_sft(TrainablePolicy& policy, const std::vector<TrainItem>& data,
                               const SftConfig& config, CsvTable* epochs_csv,
-                              const Progress& progress = {});
+                              const Progress& progress = {}, CsvTable* steps_csv = nullptr);
 
 /// The row of schemas::training_steps() for a step.
 std::vector<std::string> training_step_row(const std::string& run, const StepMetrics& m);

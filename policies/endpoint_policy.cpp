@@ -27,22 +27,8 @@ namespace {
 using nlohmann::json;
 namespace wire = endpoint_wire;
 
-// Without "user:password@" (what messages and log keys may show).
-std::string redact(const std::string& url) {
-  const size_t scheme = url.find("://");
-  const size_t start = scheme == std::string::npos ? 0 : scheme + 3;
-  const size_t end = std::min(url.find('/', start), url.size());
-  const size_t at = url.rfind('@', end);
-  return at == std::string::npos || at < start ? url : url.substr(0, start) + url.substr(at + 1);
-}
-
-// The server's root: no trailing slash, no trailing /v1.
-std::string base_url(std::string url) {
-  while (!url.empty() && url.back() == '/') url.pop_back();
-  if (url.ends_with("/v1")) url.resize(url.size() - 3);
-  while (!url.empty() && url.back() == '/') url.pop_back();
-  return url;
-}
+using wire::base_url;
+using wire::redact;
 
 // The response log: JSONL lines {"key", "endpoint", "response"}, appended and flushed one at a time.
 // A torn final line (a killed run) is ignored and the next append starts on a fresh line.
@@ -226,16 +212,7 @@ EndpointPolicy::EndpointPolicy(EndpointOptions options) : options_(std::move(opt
   KBRL_CHECK_INPUT(options_.top_p > 0 && options_.top_p <= 1, "endpoint policy: top_p must be in (0, 1], got {}",
                    options_.top_p);
   impl_ = std::make_unique<Impl>(options_);
-  const char* key = nullptr;
-  if (!options_.key_env.empty()) {
-    key = std::getenv(options_.key_env.c_str());
-    KBRL_CHECK_INPUT(key && *key, "endpoint policy: key_env={} names an environment variable that is not set (it "
-                     "should hold the API key)", options_.key_env);
-  } else {
-    key = std::getenv("KBRL_API_KEY");
-    if (!key || !*key) key = std::getenv("OPENAI_API_KEY");
-  }
-  if (key && *key) impl_->headers.push_back(std::string("Authorization: Bearer ") + key);
+  impl_->headers = wire::auth_headers(options_);
   if (!options_.response_log.empty()) impl_->log = std::make_unique<ResponseLog>(options_.response_log);
 }
 

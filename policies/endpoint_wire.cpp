@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include <kbrl/error.h>
@@ -369,6 +370,35 @@ std::string stable_hash(std::string_view data) {
     return h ^ (h >> 31);
   };
   return fmt::format("{:016x}{:016x}", fnv(0xCBF29CE484222325ULL), fnv(0x84222325CBF29CE4ULL));
+}
+
+std::string redact(const std::string& url) {
+  const size_t scheme = url.find("://");
+  const size_t start = scheme == std::string::npos ? 0 : scheme + 3;
+  const size_t end = std::min(url.find('/', start), url.size());
+  const size_t at = url.rfind('@', end);
+  return at == std::string::npos || at < start ? url : url.substr(0, start) + url.substr(at + 1);
+}
+
+std::string base_url(std::string url) {
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  if (url.ends_with("/v1")) url.resize(url.size() - 3);
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  return url;
+}
+
+std::vector<std::string> auth_headers(const EndpointOptions& options) {
+  const char* key = nullptr;
+  if (!options.key_env.empty()) {
+    key = std::getenv(options.key_env.c_str());
+    KBRL_CHECK_INPUT(key && *key, "endpoint: key_env={} names an environment variable that is not set (it "
+                     "should hold the API key)", options.key_env);
+  } else {
+    key = std::getenv("KBRL_API_KEY");
+    if (!key || !*key) key = std::getenv("OPENAI_API_KEY");
+  }
+  if (key && *key) return {std::string("Authorization: Bearer ") + key};
+  return {};
 }
 
 }  // namespace kbrl::endpoint_wire

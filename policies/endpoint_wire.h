@@ -1,7 +1,8 @@
 #pragma once
-// Internal to the endpoint policy (endpoint_policy.h): the JSON it sends to and reads from
-// OpenAI-compatible servers, and how it turns their failures into kbrl errors. No I/O here, so the
-// shapes are testable on their own.
+// The endpoint policy's (endpoint_policy.h) and the endpoint judge's (experiments/judge.h) wire:
+// the JSON they send to and read from OpenAI-compatible servers, the URL and key conventions, and
+// how they turn the servers' failures into kbrl errors. No I/O here, so the shapes are testable on
+// their own.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -88,6 +89,14 @@ std::string server_message(const std::string& body);
 /// Parses a 200 response's body; Error (naming the URL, the size and the parse error) when it is
 /// not complete, valid JSON.
 nlohmann::json parse_body(const HttpResponse& response, const std::string& url);
+
+/// `url` without "user:password@" (what messages and log keys may show).
+std::string redact(const std::string& url);
+/// The server's root: no trailing slash, no trailing /v1.
+std::string base_url(std::string url);
+/// The Authorization header of the API key: from the environment variable `key_env` (InputError
+/// when it is named and not set), else KBRL_API_KEY, else OPENAI_API_KEY; none without a key.
+std::vector<std::string> auth_headers(const EndpointOptions& options);
 
 /// A stable 128-bit hash (hex), the response log's key: the same on every platform and run.
 std::string stable_hash(std::string_view data);

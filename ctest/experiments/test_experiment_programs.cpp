@@ -60,6 +60,9 @@ TEST(ExperimentPrograms, EveryExperimentWritesItsTablesOnTheSyntheticEnvironment
       {"per_task_ttt", {{"per_task_ttt.csv", schemas::per_task_ttt},
                         {"per_task_ttt_summary.csv", schemas::per_task_ttt_summary},
                         {"ttt_steps.csv", schemas::training_steps}, {"samples.csv", schemas::samples}}},
+      {"grpo_report", {{"table3.csv", schemas::model_sweep}, {"table3_tasks.csv", schemas::model_sweep_tasks},
+                       {"sft_steps.csv", schemas::sft_steps}, {"sft_epochs.csv", schemas::sft_epochs},
+                       {"grpo_steps.csv", schemas::training_steps}, {"judge_scores.csv", schemas::judge_scores}}},
   };
   for (const auto& [name, files] : expected) {
     SCOPED_TRACE(name);
@@ -114,8 +117,46 @@ TEST(ExperimentPrograms, BadEvaluatorSettingsAreRefusedEvenWithoutAnEvaluator) {
   EXPECT_EQ(run(base + " --inputs uniform"), 2);
   EXPECT_EQ(run(base + " --mode turbo"), 2);
   EXPECT_EQ(run(base + " --tolerance loose"), 2);
+  EXPECT_EQ(run(base + " --reward threshold"), 2);
+  EXPECT_EQ(run(base + " --reward composite:1,2"), 2);
+  EXPECT_EQ(run(base + " --judge oracle"), 2);
+  EXPECT_EQ(run(base + " --judge rules --judge-weight -1"), 2);
   EXPECT_FALSE(fs::exists(results / "synthetic" / "tiny" / "base_policy" / "settings.json"));
   EXPECT_EQ(run(base + " --inputs kernelbench"), 0);
+  fs::remove_all(results);
+}
+
+// The GRPO report's experiment trains on its composite reward with the rules judge unless told
+// otherwise; any experiment takes a reward spec and a judge.
+TEST(ExperimentPrograms, RewardAndJudgeAreTheExperimentsOwnUnlessGiven) {
+  const fs::path results = fs::temp_directory_path() / ("kbrl-test-experiments-judge-" + std::to_string(::getpid()));
+  fs::remove_all(results);
+  const std::string flags = " --env synthetic --budget tiny --results " + results.string();
+  const fs::path tiny = results / "synthetic" / "tiny";
+  ASSERT_EQ(run(std::string(KBRL_EXPERIMENT) + " grpo_report" + flags), 0);
+  nlohmann::json settings = nlohmann::json::parse(file_text(tiny / "grpo_report" / "settings.json"));
+  EXPECT_EQ(settings.at("reward"), "composite");
+  EXPECT_EQ(settings.at("judge"), "rules");
+  EXPECT_EQ(settings.at("judge_weight"), 0.5);
+  EXPECT_TRUE(fs::exists(tiny / "grpo_report" / "judge_scores.csv"));
+  // Table 3: the policy as it starts, after SFT, after GRPO.
+  const auto table3 = testing::read_csv(tiny / "grpo_report" / "table3.csv").rows;
+  ASSERT_EQ(table3.size(), 3u);
+  EXPECT_EQ(table3[2].at("model"), "schedule_grpo");
+  EXPECT_EQ(table3[2].at("temperature"), "0");
+  fs::remove_all(tiny / "grpo_report");
+  ASSERT_EQ(run(std::string(KBRL_EXPERIMENT) + " grpo_report --judge none --reward composite:0.2,1,0.25,4" + flags), 0);
+  settings = nlohmann::json::parse(file_text(tiny / "grpo_report" / "settings.json"));
+  EXPECT_EQ(settings.at("reward"), "composite:0.2,1,0.25,4");
+  EXPECT_EQ(settings.at("judge"), "");
+  EXPECT_FALSE(fs::exists(tiny / "grpo_report" / "judge_scores.csv"));
+  ASSERT_EQ(run(std::string(KBRL_EXPERIMENT) + " base_policy --reward threshold:1.5 --judge rules" + flags), 0);
+  settings = nlohmann::json::parse(file_text(tiny / "base_policy" / "settings.json"));
+  EXPECT_EQ(settings.at("reward"), "threshold:1.5");
+  for (const auto& row : testing::read_csv(tiny / "base_policy" / "judge_scores.csv").rows) {
+    const double kernel = std::stod(row.at("kernel_reward"));
+    EXPECT_TRUE(kernel == 0.0 || kernel == 1.0) << "threshold rewards are 0 or 1, not " << kernel;
+  }
   fs::remove_all(results);
 }
 

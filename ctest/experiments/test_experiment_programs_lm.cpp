@@ -34,7 +34,8 @@ TEST(ExperimentProgramsLm, EveryExperimentTrainsAndSamplesALanguageModel) {
                             results.string();
   const std::vector<std::string> order = {"base_policy", "policy_sweep", "best_of_n", "selection",
                                           "length_control", "ttt", "oversharpening", "robustness",
-                                          "transfer", "lr_sweep", "sdpo", "ablations", "per_task_ttt"};
+                                          "transfer", "lr_sweep", "sdpo", "ablations", "per_task_ttt",
+                                          "grpo_report"};
   const fs::path tiny = results / "tiny";
   for (const std::string& name : order) {
     SCOPED_TRACE(name);

@@ -63,7 +63,10 @@ TEST(Schemas, GoldenHeaders) {
        "best_sol_fraction,best_fp32_speedup,best_fp32_config,expert_speedup"},
       {&schemas::compute(),
        "method,seeds,rollouts,student_tokens,teacher_tokens,total_tokens,compile_seconds,evaluator_seconds"},
+      {&schemas::judge_scores(),
+       "policy,task_id,sample,outcome,correctness,compilability,speed,judge_mean,kernel_reward,reward,judge_error"},
       {&schemas::speedup_by_seed(), "method,seed,boa_step,fast_1,mean_speedup_correct,std_over_seeds"},
+      {&schemas::sft_steps(), "step,epoch,train_loss,eval_nll_per_token"},
       {&schemas::per_task_ttt(),
        "seed,task_id,greedy_fast,greedy_sig_fast,bon_k,bon_correct_rate,bon_fast_1,bon_sig_fast_1,bon_task_success,"
        "bon_sig_task_success,bon_best_speedup,ttt_k,ttt_steps,ttt_boa_step,ttt_correct_rate,ttt_fast_1,"

@@ -75,11 +75,11 @@ void base_policy(ExperimentContext& ctx) {
 }
 
 /// One model's row of model_sweep.csv (and its rows of samples.csv and model_sweep_tasks.csv).
+/// `k` samples per task at `temperature` (0: greedy, one request) under run name `run`.
 void model_sweep_row(ExperimentContext& ctx, const std::vector<int>& tasks, Policy& policy, const std::string& label,
-                     CsvTable& samples, CsvTable& by_task, CsvTable& table) {
-  const ExperimentBudget& b = ctx.budget;
-  const auto per_task = sample_and_evaluate(ctx, policy, label, tasks, b.sweep_k, b.temperature, 42, &samples,
-                                            "policy_sweep");
+                     CsvTable& samples, CsvTable& by_task, CsvTable& table, int k, double temperature,
+                     const std::string& run) {
+  const auto per_task = sample_and_evaluate(ctx, policy, label, tasks, k, temperature, 42, &samples, run);
   int first_compiled = 0, first_correct = 0, format_errors = 0, compiled = 0, correct = 0, rollouts = 0;
   const bool checked = !ctx.compile_only;
   double runtime_sum = 0, tokens = 0;
@@ -111,8 +111,8 @@ void model_sweep_row(ExperimentContext& ctx, const std::vector<int>& tasks, Poli
   const double n = static_cast<double>(tasks.size()), all = std::max(1, rollouts);
   table.row({label, cell(first_compiled), checked ? cell(first_correct) : "", cell(static_cast<int>(tasks.size())),
             checked && first_correct ? cell(runtime_sum / first_correct) : "",
-            checked ? cell(100.0 * first_correct / n) : "", cell(checked), cell(b.sweep_k), cell(format_errors / all),
-            cell(compiled / all), checked ? cell(correct / all) : "", cell(tokens / all), cell(b.temperature)});
+            checked ? cell(100.0 * first_correct / n) : "", cell(checked), cell(k), cell(format_errors / all),
+            cell(compiled / all), checked ? cell(correct / all) : "", cell(tokens / all), cell(temperature)});
 }
 
 struct PolicyEntry {
@@ -129,14 +129,16 @@ void model_sweep(ExperimentContext& ctx, const std::vector<int>& tasks) {
   CsvTable table(ctx.dir / "model_sweep.csv", schemas::model_sweep());
   if (ctx.served_model()) {
     auto policy = ctx.served_policy();
-    model_sweep_row(ctx, tasks, *policy, policy->name(), samples, by_task, table);
+    model_sweep_row(ctx, tasks, *policy, policy->name(), samples, by_task, table, ctx.budget.sweep_k,
+                    ctx.budget.temperature, "policy_sweep");
     return;
   }
   const std::vector<std::pair<std::string, std::filesystem::path>> stages = {
       {"loaded", {}}, {"sft", ctx.sft_checkpoint()}, {"rlvr", ctx.base_checkpoint()}};
   for (const auto& [stage, checkpoint] : stages) {
     auto policy = checkpoint.empty() ? ctx.new_policy() : ctx.load_policy(checkpoint);
-    model_sweep_row(ctx, tasks, *policy, ctx.policy_label(stage), samples, by_task, table);
+    model_sweep_row(ctx, tasks, *policy, ctx.policy_label(stage), samples, by_task, table, ctx.budget.sweep_k,
+                    ctx.budget.temperature, "policy_sweep");
   }
 }
 
@@ -177,6 +179,77 @@ void policy_sweep(ExperimentContext& ctx) {
   }
 }
 
+/// The GRPO report: Table 3's rows for the policy as it starts, after an SFT warm start (Table 1,
+/// Figure 2: training loss per step and the NLL of held-out answers, the eval split's) and after
+/// GRPO on its composite reward with the judge (Table 2, Figure 3: loss and reward per step). Table
+/// 3 is the report's protocol: one greedy completion per eval task.
+void grpo_report(ExperimentContext& ctx) {
+  const ExperimentBudget& b = ctx.budget;
+  const std::vector<int> train = covered_only(b.train_tasks.empty() ? split("train").ids : b.train_tasks, ctx.progress);
+  const std::vector<int> eval = covered_only(b.sweep_tasks.empty() ? split("eval").ids : b.sweep_tasks, ctx.progress);
+  CsvTable samples(ctx.dir / "samples.csv", schemas::samples());
+  CsvTable by_task(ctx.dir / "table3_tasks.csv", schemas::model_sweep_tasks());
+  CsvTable table(ctx.dir / "table3.csv", schemas::model_sweep());
+  auto policy = ctx.new_policy();
+  const auto table3_row = [&](const std::string& stage) {
+    GreedyPolicy greedy(*policy);
+    model_sweep_row(ctx, eval, greedy, ctx.policy_label(stage), samples, by_task, table, 1, 0.0, "table3");
+  };
+  table3_row("loaded");
+
+  // SFT warm start: answers for the train tasks, the eval tasks' held out (their NLL is Figure 2's
+  // evaluation loss). A language model learns the known-good kernels as text; the schedule policy
+  // the heuristic policy's configurations.
+  std::vector<TrainItem> data, held_out;
+  if (ctx.language_model()) {
+    const TextStyle style = lm::parse_lm_spec(ctx.policy_spec).prompt.style;
+    data = known_good_items(train, ctx.scale, *policy, style);
+    held_out = known_good_items(eval, ctx.scale, *policy, style);
+  } else {
+    HeuristicPolicy teacher(0.25);
+    for (const auto& [tasks, out] : {std::pair{&train, &data}, std::pair{&eval, &held_out}})
+      for (int id : *tasks) {
+        const TaskSpec task = task_spec(id, ctx.scale);
+        const auto items = sft_items(task, teacher.sample(task, b.sft_samples_per_task, 1.0, 7));
+        out->insert(out->end(), items.begin(), items.end());
+      }
+  }
+  SftConfig sft;
+  sft.epochs = b.grpo_sft_epochs;
+  sft.batch_size = b.grpo_sft_batch;
+  sft.optimizer.learning_rate = b.grpo_sft_learning_rate;
+  sft.optimizer.weight_decay = 0.01;  // Table 1
+  sft.lora = true;
+  sft.lora_config = {b.grpo_sft_lora_rank, 2.0 * b.grpo_sft_lora_rank};
+  sft.held_out = held_out;
+  CsvTable sft_epochs(ctx.dir / "sft_epochs.csv", schemas::sft_epochs());
+  CsvTable sft_steps(ctx.dir / "sft_steps.csv", schemas::sft_steps());
+  run_sft(*policy, data, sft, &sft_epochs, ctx.progress, &sft_steps);
+  table3_row("sft");
+
+  // GRPO: one prompt per step, G rollouts, advantages r' - mean(r') (no std normalization), every
+  // token of the batch weighted equally, no KL penalty; one update per batch, so the ratio is 1 and
+  // nothing is clipped (the report's mu = 1).
+  RlvrConfig c;
+  c.tasks = train;
+  c.scale = ctx.scale;
+  c.tasks_per_batch = 1;
+  c.group_size = b.grpo_group;
+  c.steps = b.grpo_steps;
+  c.temperature = b.temperature;
+  c.optimizer.learning_rate = b.grpo_learning_rate;
+  c.lora_config = {b.grpo_lora_rank, 2.0 * b.grpo_lora_rank};
+  c.grpo.normalize_std = false;
+  c.grpo.update.aggregation = Aggregation::token_mean;
+  c.grpo.update.kl_coef = 0.0;
+  c.checkpoint_every = 0;
+  c.seed = 42;
+  c.run = "grpo";
+  CsvTable grpo_steps(ctx.dir / "grpo_steps.csv", schemas::training_steps());
+  run_rlvr(*policy, *ctx.env, c, &grpo_steps, {}, ctx.progress);
+  table3_row("grpo");
+}
+
 }  // namespace
 
 std::vector<Rollout> rollouts_of_task(const std::vector<Rollout>& rollouts, int task_id) {
@@ -192,6 +265,8 @@ std::vector<Experiment> training_experiments() {
        base_policy},
       {"policy_sweep", "GRPO report Table 3 (compiled, correct, runtime per policy)", {"base_policy"},
        policy_sweep, true},
+      {"grpo_report", "GRPO report Tables 1-3, Figures 2 and 3 (SFT warm start, then GRPO with G = 6 on its "
+       "composite reward with the judge)", {}, grpo_report, false, "composite", "rules"},
   };
 }
 

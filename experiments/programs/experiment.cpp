@@ -47,6 +47,8 @@ ExperimentBudget experiment_budget(const std::string& name) {
     b.lr_factors = {1.0, 0.1};
     b.per_task_ttt_k = 8;
     b.per_task_ttt_steps = 2;
+    b.grpo_sft_epochs = 3;
+    b.grpo_steps = 20;
     return b;
   }
   if (name == "tiny") {
@@ -69,6 +71,9 @@ ExperimentBudget experiment_budget(const std::string& name) {
     b.per_task_ttt_k = 2;
     b.per_task_ttt_steps = 1;
     b.per_task_ttt_checkpoint_step = 2;
+    b.grpo_sft_epochs = 1;
+    b.grpo_steps = 2;
+    b.grpo_group = 2;
     return b;
   }
   if (name == "llm-cpu") {
@@ -92,6 +97,8 @@ ExperimentBudget language_model_budget(ExperimentBudget b) {
   b.ablation_temperatures = paper ? std::vector<double>{0.1, 0.25, 0.4, 0.7}
                                   : (b.name == "smoke" ? std::vector<double>{0.25, 0.7} : std::vector<double>{0.25});
   b.per_task_ttt_temperature = 0.4;  // the self-improvement report's
+  b.grpo_sft_learning_rate = paper ? 1e-4 : 1e-3;  // the GRPO report's Table 1 at paper budget
+  b.grpo_learning_rate = paper ? 1e-5 : 2e-4;      // its Table 2
   b.rlvr_learning_rate = paper ? 1e-5 : 2e-4;
   b.ttt_learning_rate = b.rlvr_learning_rate;
   // SFT of a LoRA adapter on the known-good kernels written as text (one answer per task): on
@@ -130,6 +137,14 @@ nlohmann::json budget_json(const ExperimentBudget& b) {
           {"ablation_k", b.ablation_k},
           {"ablation_temperatures", b.ablation_temperatures},
           {"lr_factors", b.lr_factors},
+          {"grpo_sft_epochs", b.grpo_sft_epochs},
+          {"grpo_sft_lora_rank", b.grpo_sft_lora_rank},
+          {"grpo_sft_batch", b.grpo_sft_batch},
+          {"grpo_sft_learning_rate", b.grpo_sft_learning_rate},
+          {"grpo_steps", b.grpo_steps},
+          {"grpo_group", b.grpo_group},
+          {"grpo_lora_rank", b.grpo_lora_rank},
+          {"grpo_learning_rate", b.grpo_learning_rate},
           {"per_task_ttt_k", b.per_task_ttt_k},
           {"per_task_ttt_steps", b.per_task_ttt_steps},
           {"per_task_ttt_checkpoint_step", b.per_task_ttt_checkpoint_step},

@@ -61,6 +61,19 @@ struct ExperimentBudget {
   // best-of-N at K against TTT on that task alone at K per step for `steps` updates, both from the
   // RLVR checkpoint of step `checkpoint_step`, at one temperature (the report's 0.4; the schedule
   // policy's equivalent on the ablation's x4 scale, 1.6).
+  // The GRPO report (grpo_report): SFT warm start (its Table 1: 5 epochs, LoRA rank 8, batch 16),
+  // then GRPO (Table 2: LoRA rank 32, one prompt per step, G = 6, 2.5 epochs of the 80 train tasks =
+  // 200 steps, no KL, no std normalization of advantages, token-level normalization) on its
+  // composite reward with the judge. Learning rates: the report's 1e-4 (SFT) and 1e-5 (GRPO) for a
+  // language model; the schedule policy's own otherwise (as everywhere).
+  int grpo_sft_epochs = 5;
+  int grpo_sft_lora_rank = 8;
+  int grpo_sft_batch = 16;
+  double grpo_sft_learning_rate = 1e-2;
+  int grpo_steps = 200;
+  int grpo_group = 6;
+  int grpo_lora_rank = 32;
+  double grpo_learning_rate = 3e-3;
   int per_task_ttt_k = 64;
   int per_task_ttt_steps = 15;
   int per_task_ttt_checkpoint_step = 10;
@@ -136,6 +149,8 @@ struct Experiment {
   std::vector<std::string> needs;  // experiments whose outputs it reads
   std::function<void(ExperimentContext&)> run;
   bool takes_served_model = false;  // runs with --policy endpoint:... (samples only, no training)
+  std::string reward{};  // its reward when --reward is not given ("" = speedup)
+  std::string judge{};   // its judge when --judge is not given ("" = none)
 };
 
 /// The names of the experiments that take --policy endpoint:...

@@ -6,6 +6,7 @@
 // Exit codes: 0 done, 2 bad input, 1 harness error, 77 skipped (no GPU for the evaluator; with
 // --check-gpu: no GPU usable).
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -17,6 +18,8 @@
 #include <harness/evaluator.h>
 #include <harness/gpu/gpu_session.h>
 #include <harness/record/rollout_log.h>
+#include <experiments/judge.h>
+#include <experiments/report_schemas.h>
 #include <experiments/run_setup.h>
 #include <kbrl/cli_main.h>
 #include <kbrl/error.h>
@@ -37,7 +40,9 @@ struct Options {
   std::string mode = "fast";
   std::string tolerance = "strict";
   std::string inputs = "robust";
-  std::string reward = "speedup";
+  std::string reward;  // "" = the experiment's own (Experiment::reward), else speedup
+  std::string judge;   // "" = the experiment's own (Experiment::judge); none = no judge
+  double judge_weight = 0.5;
   std::string scale;  // default: kernelbench (evaluator) or small (synthetic)
   std::string policy;  // "" = the schedule policy; lm:MODEL[,...] or endpoint:URL[,...] = a language model
   std::string arch;    // NVRTC target; without a GPU, compile only for it
@@ -107,7 +112,14 @@ int run(const Options& o) {
   parse_timing_mode(o.mode);
   parse_tolerance(o.tolerance);
   parse_input_checks(o.inputs);
-  const RewardConfig reward = parse_reward(o.reward);
+  // The reward and judge: the flags', else the experiment's own (the GRPO report's experiment trains
+  // on its composite reward with the judge), else the gated speedup and no judge.
+  const std::string reward_name = !o.reward.empty() ? o.reward : (experiment.reward.empty() ? "speedup" : experiment.reward);
+  const std::string judge_name = !o.judge.empty() ? (o.judge == "none" ? "" : o.judge) : experiment.judge;
+  const RewardConfig reward = parse_reward(reward_name);
+  std::unique_ptr<Judge> judge = judge_name.empty() ? nullptr : make_judge(judge_name);
+  KBRL_CHECK_INPUT(std::isfinite(o.judge_weight) && o.judge_weight >= 0, "--judge-weight must be >= 0 (got {})",
+                   o.judge_weight);
   ctx.policy_spec = o.policy;
   if (!o.samples.empty()) {
     KBRL_CHECK_INPUT(experiment.name == "selection" || experiment.name == "length_control",
@@ -142,7 +154,7 @@ int run(const Options& o) {
   flags.tolerance = o.tolerance;
   flags.inputs = o.inputs;
   flags.arch = o.arch;
-  flags.reward = o.reward;
+  flags.reward = reward_name;
   std::unique_ptr<Environment> env;
   if (synthetic) {
     env = std::make_unique<SyntheticEnvironment>(20260301, 0.5, reward);
@@ -173,8 +185,14 @@ int run(const Options& o) {
     evaluator->attach_log(log.get());
     env = std::make_unique<EvaluatorEnvironment>(*evaluator);
   }
-  ctx.env = env.get();
   std::filesystem::create_directories(ctx.dir);
+  std::unique_ptr<CsvTable> judge_csv;
+  std::unique_ptr<JudgedEnvironment> judged;
+  if (judge) {
+    judge_csv = std::make_unique<CsvTable>(ctx.dir / "judge_scores.csv", schemas::judge_scores());
+    judged = std::make_unique<JudgedEnvironment>(*env, std::move(judge), o.judge_weight, judge_csv.get());
+  }
+  ctx.env = judged ? static_cast<Environment*>(judged.get()) : env.get();
   if (o.env == "auto" && synthetic) {
     std::printf("kbrl-experiment %s: no GPU (%s): running on the synthetic reward table instead of the "
                 "evaluator; its results in %s are not measurements\n",
@@ -187,7 +205,8 @@ int run(const Options& o) {
                                {"env_requested", o.env},
                                {"scale", std::string(to_string(ctx.scale))},
                                {"mode", o.mode},               {"tolerance", o.tolerance},
-                               {"inputs", o.inputs},           {"reward", o.reward},
+                               {"inputs", o.inputs},           {"reward", reward_name},
+                               {"judge", judge_name},          {"judge_weight", judge_name.empty() ? 0.0 : o.judge_weight},
                                {"kbrl_version", std::string(kbrl_version())},
                                {"commit", std::string(kbrl_commit())},
                                {"policy", o.policy},           {"arch", o.arch},
@@ -205,6 +224,10 @@ int run(const Options& o) {
                            to_string(ctx.scale), ctx.dir.string()));
   experiment.run(ctx);
   ctx.progress(fmt::format("done ({} s of evaluation)", cell(env->evaluator_seconds())));
+  if (judged && judged->failures() > 0)
+    std::fprintf(stderr, "kbrl-experiment %s: the judge's answer was unusable for %lld candidates (scored 0; see "
+                 "judge_scores.csv, column judge_error)\n", experiment.name.c_str(),
+                 static_cast<long long>(judged->failures()));
   if (synthetic)
     std::printf("kbrl-experiment %s: done on the synthetic reward table: %s holds no measurements\n",
                 experiment.name.c_str(), ctx.dir.string().c_str());
@@ -237,7 +260,13 @@ int main(int argc, char** argv) {
   app.add_option("--reward", o.reward,
                  "speedup (gated speedup), composite[:alpha,beta,gamma,r_max] (the GRPO report's Eq. 1, bare: "
                  "0.5,1,0.5,3; without a GPU only the compile term can be earned), normalized, or threshold:T "
-                 "(1 above T times the reference's speed, else 0)")
+                 "(1 above T times the reference's speed, else 0). Default: speedup, or the experiment's own "
+                 "(grpo_report: composite)");
+  app.add_option("--judge", o.judge,
+                 "add the GRPO report's LLM-as-a-judge bonus to every reward: rules (deterministic checks of the "
+                 "source), endpoint:URL[,model=NAME,...] (a model behind an OpenAI-compatible server) or none. "
+                 "Default: none, or the experiment's own (grpo_report: rules)");
+  app.add_option("--judge-weight", o.judge_weight, "lambda: reward + lambda * the judge's mean score")
       ->capture_default_str();
   app.add_option("--scale", o.scale, "kernelbench or small (default: kernelbench; small with --env synthetic)");
   app.add_option("--policy", o.policy,
