@@ -128,4 +128,24 @@ class SyntheticEnvironment final : public Environment {
   RewardConfig reward_;
 };
 
+/// Another environment's rollouts rewarded again under `reward` (reward_of on each rollout's gates:
+/// compiled, correct, gated speedup): one evaluation, another reward, e.g. the surprisal report's
+/// 6.7 reward sparsification (threshold:T against the dense speedup).
+class RewardedEnvironment final : public Environment {
+ public:
+  RewardedEnvironment(Environment& inner, RewardConfig reward) : inner_(inner), reward_(std::move(reward)) {}
+  std::string name() const override { return inner_.name() + "+reward:" + reward_spec(reward_); }
+  std::vector<Rollout> evaluate(const TaskSpec& task, const std::vector<Sample>& samples,
+                                const std::string& policy) override {
+    std::vector<Rollout> rollouts = inner_.evaluate(task, samples, policy);
+    for (Rollout& r : rollouts) r.reward = reward_of(reward_, task.id, r.compiled, r.correct, r.speedup);
+    return rollouts;
+  }
+  double evaluator_seconds() const override { return inner_.evaluator_seconds(); }
+
+ private:
+  Environment& inner_;
+  RewardConfig reward_;
+};
+
 }  // namespace kbrl

@@ -50,6 +50,10 @@ KBRL_SCHEMA(per_task_ttt_summary, "method", "rollouts_per_task", "tasks", "corre
 KBRL_SCHEMA(speedup_by_seed, "method", "seed", "boa_step", "fast_1", "mean_speedup_correct", "std_over_seeds")
 KBRL_SCHEMA(judge_scores, "policy", "task_id", "sample", "outcome", "correctness", "compilability", "speed",
             "judge_mean", "kernel_reward", "reward", "judge_error")
+KBRL_SCHEMA(entropy_rho, "entropy_coef", "step", "samples", "rho", "p_value", "tail_samples", "tail_rho",
+            "tail_p_value", "mean_nll", "distinct_samples", "distinct_rho", "distinct_p_value")
+KBRL_SCHEMA(sparsification, "reward", "seed", "steps", "boa_step", "boa_fast_1", "step0_fast_1", "final_fast_1",
+            "step0_reward_density", "step0_mean_reward")
 KBRL_SCHEMA(compute, "method", "seeds", "rollouts", "student_tokens", "teacher_tokens",
             "total_tokens", "compile_seconds", "evaluator_seconds")
 

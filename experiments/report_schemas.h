@@ -32,6 +32,8 @@ const CsvSchema& compute();            // Appendix C
 const CsvSchema& speedup_by_seed();    // Table D.1: mean speedup over correct samples per seed
 const CsvSchema& per_task_ttt();       // self-improvement E1, E3-E5: per (seed, task)
 const CsvSchema& per_task_ttt_summary();  // its summary with bootstrap intervals (Figure F3)
+const CsvSchema& entropy_rho();        // 6.7: rho_trajectory per entropy coefficient
+const CsvSchema& sparsification();     // 6.7: the BoA step per reward (dense vs thresholded)
 const CsvSchema& judge_scores();       // GRPO report 3.5: the judge's scores of each rollout
 
 }  // namespace kbrl::schemas

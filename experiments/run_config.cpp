@@ -136,7 +136,7 @@ const std::vector<std::string> kOptimizerKeys = {"learning_rate", "beta1", "beta
                                                  "max_grad_norm"};
 const std::vector<std::string> kLoraKeys = {"lora_rank", "lora_alpha"};
 const std::vector<std::string> kGrpoKeys = {"normalize_std", "clip_epsilon", "aggregation", "kl_coef",
-                                            "constant_length"};
+                                            "entropy_coef", "constant_length"};
 
 std::vector<std::string> join_keys(std::initializer_list<std::vector<std::string>> parts) {
   std::vector<std::string> out;
@@ -167,6 +167,7 @@ void read_grpo(const KeyReader& r, GrpoSettings& g) {
   r.number("clip_epsilon", g.update.clip_epsilon, 0, 1, true);
   r.choice("aggregation", g.update.aggregation, [](const std::string& s) { return parse_aggregation(s); });
   r.number("kl_coef", g.update.kl_coef, 0, kInf);
+  r.number("entropy_coef", g.update.entropy_coef, 0, kInf);
   r.number("constant_length", g.update.constant_length, 0, kInf, true);
 }
 

@@ -157,28 +157,27 @@ RewardResult compute_reward(const RewardInput& input, const RewardConfig& config
     result.flags.emplace_back(kFlagExcessiveSpeedup);
 
   if (result.impossible || rejected) return result;  // reward 0 under every kind
-  const double accepted = result.accepted ? 1.0 : 0.0;
+  result.reward = reward_of(config, input.task_id, input.compiled, result.accepted, result.speedup);
+  return result;
+}
+
+double reward_of(const RewardConfig& config, int task_id, bool compiled, bool accepted, double speedup) {
+  const double gate = accepted ? 1.0 : 0.0;
   switch (config.kind) {
     case RewardKind::speedup:
-      result.reward = result.speedup;
-      break;
+      return accepted ? speedup : 0.0;
     case RewardKind::composite:
-      result.reward = config.alpha * (input.compiled ? 1.0 : 0.0) + config.beta * accepted +
-                      config.gamma * std::min(result.speedup, config.r_max) * accepted;
-      break;
+      return config.alpha * (compiled ? 1.0 : 0.0) + config.beta * gate +
+             config.gamma * std::min(accepted ? speedup : 0.0, config.r_max) * gate;
     case RewardKind::threshold:
-      result.reward = result.accepted && result.speedup > config.threshold ? 1.0 : 0.0;
-      break;
+      return accepted && speedup > config.threshold ? 1.0 : 0.0;
     case RewardKind::normalized: {
-      const auto it = config.task_baselines.find(input.task_id);
+      const auto it = config.task_baselines.find(task_id);
       const double baseline = it == config.task_baselines.end() ? 1.0 : it->second;
-      result.reward = result.accepted
-                          ? normalized_reward(result.speedup, baseline, config.log2_clip)
-                          : 0.0;
-      break;
+      return accepted ? normalized_reward(speedup, baseline, config.log2_clip) : 0.0;
     }
   }
-  return result;
+  return 0.0;
 }
 
 double fast_p(std::span<const TaskScore> scores, double p, std::optional<size_t> total_tasks) {

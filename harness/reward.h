@@ -123,6 +123,11 @@ struct RewardResult {
 /// Computes the reward of one evaluation. Throws InputError for a config out of range.
 RewardResult compute_reward(const RewardInput& input, const RewardConfig& config);
 
+/// The reward of an evaluation whose gates are settled: `accepted` (correct, possible, not rejected
+/// for precision) and its gated `speedup`, under `config`'s kind (compute_reward's last step;
+/// rewarding evaluated rollouts again under another kind, as reward sparsification does).
+double reward_of(const RewardConfig& config, int task_id, bool compiled, bool accepted, double speedup);
+
 /// One task's result for fast_p (typically its selected or only candidate).
 struct TaskScore {
   int task_id = 0;

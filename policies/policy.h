@@ -141,6 +141,9 @@ struct UpdateConfig {
   double clip_epsilon = 0.2;
   double constant_length = 16.0;  // Aggregation::constant's normalizer
   double kl_coef = 0.0;           // KL penalty to the reference (the policy without its adapter)
+  /// Entropy bonus: the loss minus entropy_coef times each token's entropy (aggregated with the
+  /// objective's weights), a TTT closer to TTT-Discover's entropic objective (surprisal report 6.7).
+  double entropy_coef = 0.0;
   double temperature = 1.0;       // the temperature the samples were drawn at
 };
 

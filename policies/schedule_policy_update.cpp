@@ -70,6 +70,7 @@ BatchTerms SchedulePolicy::Impl::batch_terms(const std::vector<TrainItem>& batch
         term = -A * scored.logp[k];
       }
       if (config.kl_coef != 0 && want_ref) term = term + config.kl_coef * kl;
+      if (config.entropy_coef != 0) term = term - config.entropy_coef * entropy;
       // Weights of each token in the aggregate.
       double w = 0;
       switch (config.aggregation) {

@@ -63,6 +63,10 @@ TEST(ExperimentPrograms, EveryExperimentWritesItsTablesOnTheSyntheticEnvironment
       {"grpo_report", {{"table3.csv", schemas::model_sweep}, {"table3_tasks.csv", schemas::model_sweep_tasks},
                        {"sft_steps.csv", schemas::sft_steps}, {"sft_epochs.csv", schemas::sft_epochs},
                        {"grpo_steps.csv", schemas::training_steps}, {"judge_scores.csv", schemas::judge_scores}}},
+      {"entropy_ttt", {{"entropy_ttt.csv", schemas::adaptation_runs}, {"entropy_rho.csv", schemas::entropy_rho},
+                       {"entropy_ttt_steps.csv", schemas::training_steps}}},
+      {"sparsification", {{"sparsification.csv", schemas::sparsification},
+                          {"sparsification_steps.csv", schemas::training_steps}}},
   };
   for (const auto& [name, files] : expected) {
     SCOPED_TRACE(name);

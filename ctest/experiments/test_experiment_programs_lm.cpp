@@ -35,7 +35,7 @@ TEST(ExperimentProgramsLm, EveryExperimentTrainsAndSamplesALanguageModel) {
   const std::vector<std::string> order = {"base_policy", "policy_sweep", "best_of_n", "selection",
                                           "length_control", "ttt", "oversharpening", "robustness",
                                           "transfer", "lr_sweep", "sdpo", "ablations", "per_task_ttt",
-                                          "grpo_report"};
+                                          "grpo_report", "entropy_ttt", "sparsification"};
   const fs::path tiny = results / "tiny";
   for (const std::string& name : order) {
     SCOPED_TRACE(name);

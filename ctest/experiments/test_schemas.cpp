@@ -63,6 +63,11 @@ TEST(Schemas, GoldenHeaders) {
        "best_sol_fraction,best_fp32_speedup,best_fp32_config,expert_speedup"},
       {&schemas::compute(),
        "method,seeds,rollouts,student_tokens,teacher_tokens,total_tokens,compile_seconds,evaluator_seconds"},
+      {&schemas::entropy_rho(),
+       "entropy_coef,step,samples,rho,p_value,tail_samples,tail_rho,tail_p_value,mean_nll,distinct_samples,"
+       "distinct_rho,distinct_p_value"},
+      {&schemas::sparsification(),
+       "reward,seed,steps,boa_step,boa_fast_1,step0_fast_1,final_fast_1,step0_reward_density,step0_mean_reward"},
       {&schemas::judge_scores(),
        "policy,task_id,sample,outcome,correctness,compilability,speed,judge_mean,kernel_reward,reward,judge_error"},
       {&schemas::speedup_by_seed(), "method,seed,boa_step,fast_1,mean_speedup_correct,std_over_seeds"},

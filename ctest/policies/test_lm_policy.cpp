@@ -122,6 +122,21 @@ TEST(LmPolicy, OneGrpoStepRaisesThePositiveSampleAndLowersTheNegative) {
   EXPECT_LT(sum_of(after[1]), sum_of(before[1]));
 }
 
+// The entropy bonus (surprisal report 6.7's entropy-regularized TTT): with no advantage to follow,
+// a step on it alone raises the entropy of the same samples.
+TEST(LmPolicy, AnEntropyBonusRaisesTheEntropy) {
+  LmPolicy p(tiny());
+  p.add_adapter({8, 16.0}, 2);
+  p.set_optimizer({.learning_rate = 1e-2});
+  const auto samples = p.sample(relu(), 2, 1.0, 9);
+  const auto items = items_with(relu(), samples, {0.0, 0.0});
+  UpdateConfig bonus;
+  bonus.entropy_coef = 1.0;
+  const double before = p.measure(items, 1.0).entropy;
+  for (int i = 0; i < 3; ++i) p.update(items, bonus);
+  EXPECT_GT(p.measure(items, 1.0).entropy, before + 1e-3);
+}
+
 // Activation checkpointing recomputes each layer in the backward pass: the same gradients (so the same
 // grad norm and the same adapter after each step) as keeping every activation, over steps where A,
 // B and the prompt's shared keys/values all carry gradient, with and without the KL term.

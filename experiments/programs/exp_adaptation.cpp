@@ -18,6 +18,73 @@
 #include "programs.h"
 
 namespace kbrl {
+
+std::vector<schemas::SampleRow> probe_samples(const ExperimentContext& ctx) {
+  std::vector<schemas::SampleRow> fixed;
+  const std::string run = fmt::format("subset1_seed{}", ctx.budget.seeds.front());
+  for (schemas::SampleRow& r : schemas::read_samples(ctx.input("best_of_n", "samples.csv")))
+    if (r.run == run) fixed.push_back(std::move(r));
+  KBRL_CHECK_INPUT(fixed.size() >= 8, "{}: best_of_n has {} samples of {}", ctx.experiment, fixed.size(), run);
+  return fixed;
+}
+
+std::vector<std::vector<std::string>> rho_rows(const ExperimentContext& ctx,
+                                               const std::vector<schemas::SampleRow>& fixed,
+                                               const std::filesystem::path& adapters, int steps) {
+  std::vector<std::vector<std::string>> rows;
+  // A task's samples repeat configurations: the first of each (task, tokens) alone gives the
+  // p-value that does not count one sample many times (distinct_ columns).
+  std::vector<size_t> distinct;
+  {
+    std::set<std::pair<int, std::vector<int>>> seen;
+    for (size_t i = 0; i < fixed.size(); ++i)
+      if (seen.emplace(fixed[i].task_id, fixed[i].tokens).second) distinct.push_back(i);
+  }
+  for (int step = 0; step <= steps; ++step) {
+    auto scorer = ctx.load_policy(ctx.base_checkpoint());
+    scorer->load_adapter(adapters / fmt::format("adapter_step_{}.pt", step));
+    std::vector<double> nll, speedup;
+    for (const schemas::SampleRow& r : fixed) {
+      const auto lp = scorer->logprob(task_spec(r.task_id, ctx.scale), {r.tokens}, 1.0).at(0);
+      double s = 0;
+      for (double x : lp) s -= x;
+      nll.push_back(s);
+      speedup.push_back(r.speedup);
+    }
+    // The tail: the quartile of highest NLL (where surprisal-guided selection picks).
+    std::vector<size_t> order(nll.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b2) { return nll[a] > nll[b2]; });
+    std::vector<double> tail_nll, tail_speed;
+    for (size_t i = 0; i < std::max<size_t>(3, order.size() / 4) && i < order.size(); ++i) {
+      tail_nll.push_back(nll[order[i]]);
+      tail_speed.push_back(speedup[order[i]]);
+    }
+    auto rho_p = [](const std::vector<double>& x, const std::vector<double>& y) -> std::pair<std::string, std::string> {
+      try {
+        const double rho = stats::spearman(x, y);
+        return {cell(rho), cell(stats::correlation_p_value(rho, static_cast<int64_t>(x.size())))};
+      } catch (const InputError&) {  // a constant vector: no correlation defined
+        return {"nan", "nan"};
+      }
+    };
+    const auto [rho, p] = rho_p(nll, speedup);
+    const auto [trho, tp] = rho_p(tail_nll, tail_speed);
+    std::vector<double> distinct_nll, distinct_speed;
+    for (size_t i : distinct) {
+      distinct_nll.push_back(nll[i]);
+      distinct_speed.push_back(speedup[i]);
+    }
+    const auto [drho, dp] = rho_p(distinct_nll, distinct_speed);
+    double mean_nll = 0;
+    for (double x : nll) mean_nll += x / static_cast<double>(nll.size());
+    rows.push_back({cell(step), cell(static_cast<int64_t>(nll.size())), rho, p,
+                    cell(static_cast<int64_t>(tail_nll.size())), trho, tp, cell(mean_nll),
+                    cell(static_cast<int64_t>(distinct.size())), drho, dp});
+  }
+  return rows;
+}
+
 namespace {
 
 /// (k, `column`) of best_of_n's scaling table for a subset: task_success or sig_task_success.
@@ -100,12 +167,7 @@ void ttt(ExperimentContext& ctx) {
 
 void oversharpening(ExperimentContext& ctx) {
   const ExperimentBudget& b = ctx.budget;
-  // The fixed sample set: best_of_n's first seed on subset 1.
-  std::vector<schemas::SampleRow> fixed;
-  const std::string run = fmt::format("subset1_seed{}", b.seeds.front());
-  for (schemas::SampleRow& r : schemas::read_samples(ctx.input("best_of_n", "samples.csv")))
-    if (r.run == run) fixed.push_back(std::move(r));
-  KBRL_CHECK_INPUT(fixed.size() >= 8, "oversharpening: best_of_n has {} samples of {}", fixed.size(), run);
+  const std::vector<schemas::SampleRow> fixed = probe_samples(ctx);
   // A TTT trajectory on subset 1 with every step's adapter kept.
   const auto adapters = ctx.dir / "adapters";
   auto policy = ctx.load_policy(ctx.base_checkpoint());
@@ -114,55 +176,7 @@ void oversharpening(ExperimentContext& ctx) {
   CsvTable steps(ctx.dir / "probe_ttt_steps.csv", schemas::training_steps());
   run_ttt(*policy, *ctx.env, c, &steps, nullptr, adapters, ctx.progress);
   CsvTable table(ctx.dir / "rho_trajectory.csv", schemas::rho_trajectory());
-  // A task's samples repeat configurations: the first of each (task, tokens) alone gives the
-  // p-value that does not count one sample many times (distinct_ columns).
-  std::vector<size_t> distinct;
-  {
-    std::set<std::pair<int, std::vector<int>>> seen;
-    for (size_t i = 0; i < fixed.size(); ++i)
-      if (seen.emplace(fixed[i].task_id, fixed[i].tokens).second) distinct.push_back(i);
-  }
-  for (int step = 0; step <= c.steps; ++step) {
-    auto scorer = ctx.load_policy(ctx.base_checkpoint());
-    scorer->load_adapter(adapters / fmt::format("adapter_step_{}.pt", step));
-    std::vector<double> nll, speedup;
-    for (const schemas::SampleRow& r : fixed) {
-      const auto lp = scorer->logprob(task_spec(r.task_id, ctx.scale), {r.tokens}, 1.0).at(0);
-      double s = 0;
-      for (double x : lp) s -= x;
-      nll.push_back(s);
-      speedup.push_back(r.speedup);
-    }
-    // The tail: the quartile of highest NLL (where surprisal-guided selection picks).
-    std::vector<size_t> order(nll.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b2) { return nll[a] > nll[b2]; });
-    std::vector<double> tail_nll, tail_speed;
-    for (size_t i = 0; i < std::max<size_t>(3, order.size() / 4) && i < order.size(); ++i) {
-      tail_nll.push_back(nll[order[i]]);
-      tail_speed.push_back(speedup[order[i]]);
-    }
-    auto rho_p = [](const std::vector<double>& x, const std::vector<double>& y) -> std::pair<std::string, std::string> {
-      try {
-        const double rho = stats::spearman(x, y);
-        return {cell(rho), cell(stats::correlation_p_value(rho, static_cast<int64_t>(x.size())))};
-      } catch (const InputError&) {  // a constant vector: no correlation defined
-        return {"nan", "nan"};
-      }
-    };
-    const auto [rho, p] = rho_p(nll, speedup);
-    const auto [trho, tp] = rho_p(tail_nll, tail_speed);
-    std::vector<double> distinct_nll, distinct_speed;
-    for (size_t i : distinct) {
-      distinct_nll.push_back(nll[i]);
-      distinct_speed.push_back(speedup[i]);
-    }
-    const auto [drho, dp] = rho_p(distinct_nll, distinct_speed);
-    double mean_nll = 0;
-    for (double x : nll) mean_nll += x / static_cast<double>(nll.size());
-    table.row({cell(step), cell(static_cast<int64_t>(nll.size())), rho, p, cell(static_cast<int64_t>(tail_nll.size())),
-               trho, tp, cell(mean_nll), cell(static_cast<int64_t>(distinct.size())), drho, dp});
-  }
+  for (const auto& row : rho_rows(ctx, fixed, adapters, c.steps)) table.row(row);
 }
 
 /// The fast and significantly fast fractions of a task's samples.

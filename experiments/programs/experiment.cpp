@@ -49,6 +49,8 @@ ExperimentBudget experiment_budget(const std::string& name) {
     b.per_task_ttt_steps = 2;
     b.grpo_sft_epochs = 3;
     b.grpo_steps = 20;
+    b.entropy_coefs = {0.0, 0.1};
+    b.sparsification_rewards = {"speedup", "threshold:1.5"};
     return b;
   }
   if (name == "tiny") {
@@ -145,6 +147,8 @@ nlohmann::json budget_json(const ExperimentBudget& b) {
           {"grpo_group", b.grpo_group},
           {"grpo_lora_rank", b.grpo_lora_rank},
           {"grpo_learning_rate", b.grpo_learning_rate},
+          {"entropy_coefs", b.entropy_coefs},
+          {"sparsification_rewards", b.sparsification_rewards},
           {"per_task_ttt_k", b.per_task_ttt_k},
           {"per_task_ttt_steps", b.per_task_ttt_steps},
           {"per_task_ttt_checkpoint_step", b.per_task_ttt_checkpoint_step},
@@ -214,7 +218,7 @@ const std::vector<Experiment>& experiments() {
   static const std::vector<Experiment> all = [] {
     std::vector<Experiment> v;
     for (auto* group : {&training_experiments, &search_experiments, &adaptation_experiments,
-                        &distillation_experiments, &self_improvement_experiments})
+                        &distillation_experiments, &self_improvement_experiments, &open_question_experiments})
       for (Experiment& e : (*group)()) v.push_back(std::move(e));
     return v;
   }();

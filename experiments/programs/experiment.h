@@ -74,6 +74,11 @@ struct ExperimentBudget {
   int grpo_group = 6;
   int grpo_lora_rank = 32;
   double grpo_learning_rate = 3e-3;
+  // The surprisal report's 6.7 open questions: TTT's entropy bonus coefficients (0 = vanilla GRPO)
+  // and the rewards of the sparsification runs (the dense speedup, then thresholds), each run over
+  // probe_steps steps on subset 1 (sparsification: each of sdpo_seeds).
+  std::vector<double> entropy_coefs = {0.0, 0.01, 0.1};
+  std::vector<std::string> sparsification_rewards = {"speedup", "threshold:1", "threshold:1.5", "threshold:2"};
   int per_task_ttt_k = 64;
   int per_task_ttt_steps = 15;
   int per_task_ttt_checkpoint_step = 10;

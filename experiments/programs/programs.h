@@ -11,6 +11,7 @@ std::vector<Experiment> search_experiments();        // best_of_n, selection, le
 std::vector<Experiment> adaptation_experiments();    // ttt, oversharpening, robustness, transfer, lr_sweep
 std::vector<Experiment> distillation_experiments();  // sdpo, ablations
 std::vector<Experiment> self_improvement_experiments();  // per_task_ttt
+std::vector<Experiment> open_question_experiments();     // entropy_ttt, sparsification
 
 /// The rollouts of one task among a step's rollouts (all tasks), in order.
 std::vector<Rollout> rollouts_of_task(const std::vector<Rollout>& rollouts, int task_id);

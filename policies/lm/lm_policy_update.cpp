@@ -98,6 +98,7 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
       clipped += ((ratio - 1).abs().gt(eps).to(torch::kFloat32) * s.mask).sum().item<double>();
     }
     torch::Tensor loss = -(term * W * s.mask).sum();
+    if (config.entropy_coef != 0) loss = loss - config.entropy_coef * (s.entropy * W).sum();  // entropy is masked
     if (ref.defined()) {
       const torch::Tensor d = ref - s.logprobs;  // k3 estimator of KL(policy || reference) per token
       const torch::Tensor kl = (torch::exp(d) - d - 1) * s.mask;
