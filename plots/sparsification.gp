@@ -10,12 +10,13 @@ set style fill solid 0.8 border -1
 set boxwidth 0.6
 set ylabel "mean BoA step"
 set y2label "step-0 rollouts with reward > 0"
-set yrange [0:*]
 set y2range [0:1.05]
 set ytics nomirror
 set y2tics
 set key below horizontal
 m = "< grep ',mean,' '".f."'"  # the mean rows (no header: columns by number)
+stats m using 4 nooutput
+set yrange [0:(STATS_max > 0 ? 1.15 * STATS_max : 1)]
 set key noautotitle
 plot m using 0:4:xtic(1) with boxes ls 1 title "mean BoA step", \
      m using 0:8 axes x1y2 with points ls 2 pt 7 ps 2 title "reward density at step 0 (right)"

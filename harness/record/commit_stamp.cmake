@@ -1,10 +1,14 @@
 # Build step (cmake -P), run on every build: writes OUT, a C++ file defining kbrl_commit() as the
 # source tree's git commit (12 hex digits, "+dirty" when tracked files differ from it), or
 # "unknown" where SRC is not a git checkout (a copied tree). The file changes only with the commit,
-# so an unchanged tree rebuilds nothing.
+# so an unchanged tree rebuilds nothing. KBRL_COMMIT in the environment overrides it: for a copied
+# tree whose .git is not the source's (the GPU machine's copy reports its own stale HEAD +dirty),
+# name the commit the copy was made from, written out in the command: `KBRL_COMMIT=b82693b1c2d3 .ci/gpu ...`.
 set(commit "unknown")
 find_package(Git QUIET)
-if(GIT_FOUND)
+if(DEFINED ENV{KBRL_COMMIT} AND NOT "$ENV{KBRL_COMMIT}" STREQUAL "")
+  set(commit "$ENV{KBRL_COMMIT}")
+elseif(GIT_FOUND)
   execute_process(COMMAND ${GIT_EXECUTABLE} -C "${SRC}" rev-parse --short=12 HEAD
                   OUTPUT_VARIABLE head RESULT_VARIABLE failed OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
   if(NOT failed AND head)
