@@ -40,7 +40,8 @@ TEST(ExperimentPrograms, EveryExperimentWritesItsTablesOnTheSyntheticEnvironment
   const std::vector<std::pair<std::string, std::map<std::string, S>>> expected = {
       {"base_policy", {{"sft_epochs.csv", schemas::sft_epochs}, {"rlvr_steps.csv", schemas::training_steps},
                        {"rlvr_eval.csv", schemas::training_steps}}},
-      {"policy_sweep", {{"policy_sweep.csv", schemas::policy_sweep}, {"samples.csv", schemas::samples}}},
+      {"policy_sweep", {{"policy_sweep.csv", schemas::policy_sweep}, {"samples.csv", schemas::samples},
+                        {"table3.csv", schemas::model_sweep}}},
       {"best_of_n", {{"samples.csv", schemas::samples}, {"bon_scaling.csv", schemas::bon_scaling},
                      {"bon_selected.csv", schemas::bon_selected}}},
       {"selection", {{"selection.csv", schemas::selection}, {"selection_tests.csv", schemas::selection_tests},

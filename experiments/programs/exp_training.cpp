@@ -75,8 +75,9 @@ void base_policy(ExperimentContext& ctx) {
 }
 
 /// One model's row of model_sweep.csv (and its rows of samples.csv and model_sweep_tasks.csv).
-/// `k` samples per task at `temperature` (0: greedy, one request) under run name `run`.
-void model_sweep_row(ExperimentContext& ctx, const std::vector<int>& tasks, Policy& policy, const std::string& label,
+/// `k` samples per task at `temperature` (0: greedy, one request) under run name `run`; returns the
+/// rollouts per task.
+std::vector<std::vector<Rollout>> model_sweep_row(ExperimentContext& ctx, const std::vector<int>& tasks, Policy& policy, const std::string& label,
                      CsvTable& samples, CsvTable& by_task, CsvTable& table, int k, double temperature,
                      const std::string& run) {
   const auto per_task = sample_and_evaluate(ctx, policy, label, tasks, k, temperature, 42, &samples, run);
@@ -113,6 +114,7 @@ void model_sweep_row(ExperimentContext& ctx, const std::vector<int>& tasks, Poli
             checked && first_correct ? cell(runtime_sum / first_correct) : "",
             checked ? cell(100.0 * first_correct / n) : "", cell(checked), cell(k), cell(format_errors / all),
             cell(compiled / all), checked ? cell(correct / all) : "", cell(tokens / all), cell(temperature)});
+  return per_task;
 }
 
 struct PolicyEntry {
@@ -151,18 +153,23 @@ void policy_sweep(ExperimentContext& ctx) {
   auto untrained = ctx.new_policy();
   auto sft = ctx.load_policy(ctx.sft_checkpoint());
   auto rlvr = ctx.load_policy(ctx.base_checkpoint());
-  GreedyPolicy greedy(*rlvr);
+  GreedyPolicy greedy_rlvr(*rlvr);
   const std::vector<PolicyEntry> policies = {{"uniform", &uniform},
                                              {"heuristic", &heuristic},
                                              {"schedule_untrained", untrained.get()},
                                              {"schedule_sft", sft.get()},
                                              {"schedule_rlvr", rlvr.get()},
-                                             {"schedule_rlvr_greedy", &greedy}};
+                                             {"schedule_rlvr_greedy", &greedy_rlvr}};
   CsvTable samples(ctx.dir / "samples.csv", schemas::samples());
   CsvTable table(ctx.dir / "policy_sweep.csv", schemas::policy_sweep());
+  // Table 3's own shape beside the rates: per policy, its first sample of each task as compiled #/N,
+  // correct #/N, average runtime (ms) of the correct ones and correctness % (the same samples).
+  CsvTable table3(ctx.dir / "table3.csv", schemas::model_sweep());
+  CsvTable table3_tasks(ctx.dir / "table3_tasks.csv", schemas::model_sweep_tasks());
   for (const PolicyEntry& p : policies) {
-    const auto per_task = sample_and_evaluate(ctx, *p.policy, p.label, tasks, b.sweep_k, b.temperature,
-                                              42, &samples, "policy_sweep");
+    const bool greedy = p.policy == &greedy_rlvr;  // samples at temperature 0 whatever it is asked
+    const auto per_task = model_sweep_row(ctx, tasks, *p.policy, p.label, samples, table3_tasks, table3, b.sweep_k,
+                                          greedy ? 0.0 : b.temperature, "policy_sweep");
     std::vector<Rollout> all;
     for (const auto& t : per_task) all.insert(all.end(), t.begin(), t.end());
     const StepMetrics m = score_rollouts(all);
@@ -262,7 +269,7 @@ std::vector<Rollout> rollouts_of_task(const std::vector<Rollout>& rollouts, int 
 std::vector<Experiment> training_experiments() {
   return {
       {"base_policy", "self-improvement report 6.1; surprisal report Appendix B (RLVR curve)", {},
-       base_policy},
+       base_policy, false, "normalized"},
       {"policy_sweep", "GRPO report Table 3 (compiled, correct, runtime per policy)", {"base_policy"},
        policy_sweep, true},
       {"grpo_report", "GRPO report Tables 1-3, Figures 2 and 3 (SFT warm start, then GRPO with G = 6 on its "

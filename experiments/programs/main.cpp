@@ -261,7 +261,7 @@ int main(int argc, char** argv) {
                  "speedup (gated speedup), composite[:alpha,beta,gamma,r_max] (the GRPO report's Eq. 1, bare: "
                  "0.5,1,0.5,3; without a GPU only the compile term can be earned), normalized, or threshold:T "
                  "(1 above T times the reference's speed, else 0). Default: speedup, or the experiment's own "
-                 "(grpo_report: composite)");
+                 "(base_policy: normalized, grpo_report: composite)");
   app.add_option("--judge", o.judge,
                  "add the GRPO report's LLM-as-a-judge bonus to every reward: rules (deterministic checks of the "
                  "source), endpoint:URL[,model=NAME,...] (a model behind an OpenAI-compatible server) or none. "
