@@ -54,6 +54,9 @@ KBRL_SCHEMA(entropy_rho, "entropy_coef", "step", "samples", "rho", "p_value", "t
             "tail_p_value", "mean_nll", "distinct_samples", "distinct_rho", "distinct_p_value")
 KBRL_SCHEMA(sparsification, "reward", "seed", "steps", "boa_step", "boa_fast_1", "step0_fast_1", "final_fast_1",
             "step0_reward_density", "step0_mean_reward")
+KBRL_SCHEMA(ablations_per_task, "task_id", "experiment", "method", "value", "seed", "tasks", "boa_step",
+            "boa_fast_1", "boa_sig_fast_1", "step0_fast_1", "step0_sig_fast_1", "final_fast_1",
+            "final_sig_fast_1", "final_correct_rate", "steps_run", "rollouts", "tokens", "teacher_tokens")
 KBRL_SCHEMA(compute, "method", "seeds", "rollouts", "student_tokens", "teacher_tokens",
             "total_tokens", "compile_seconds", "evaluator_seconds")
 

@@ -29,6 +29,7 @@ const CsvSchema& robustness();         // 5.4 (per task; the regime plot)
 const CsvSchema& transfer();           // 5.5 cross-subset transfer
 const CsvSchema& adaptation_runs();    // one row per TTT/SDPO run: lr sweep, SDPO, ablations
 const CsvSchema& compute();            // Appendix C
+const CsvSchema& ablations_per_task(); // A1-A4 per task: task_id, then adaptation_runs' columns
 const CsvSchema& speedup_by_seed();    // Table D.1: mean speedup over correct samples per seed
 const CsvSchema& per_task_ttt();       // self-improvement E1, E3-E5: per (seed, task)
 const CsvSchema& per_task_ttt_summary();  // its summary with bootstrap intervals (Figure F3)

@@ -57,7 +57,7 @@ TEST(ExperimentPrograms, EveryExperimentWritesItsTablesOnTheSyntheticEnvironment
       {"lr_sweep", {{"lr_sweep.csv", schemas::adaptation_runs}, {"lr_sweep_steps.csv", schemas::training_steps}}},
       {"sdpo", {{"sdpo.csv", schemas::adaptation_runs}, {"compute.csv", schemas::compute},
                 {"speedup_by_seed.csv", schemas::speedup_by_seed}}},
-      {"ablations", {{"ablations.csv", schemas::adaptation_runs}}},
+      {"ablations", {{"ablations.csv", schemas::adaptation_runs}, {"ablations_per_task.csv", schemas::ablations_per_task}}},
       {"per_task_ttt", {{"per_task_ttt.csv", schemas::per_task_ttt},
                         {"per_task_ttt_summary.csv", schemas::per_task_ttt_summary},
                         {"ttt_steps.csv", schemas::training_steps}, {"samples.csv", schemas::samples}}},

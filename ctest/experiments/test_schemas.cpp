@@ -68,6 +68,9 @@ TEST(Schemas, GoldenHeaders) {
        "distinct_rho,distinct_p_value"},
       {&schemas::sparsification(),
        "reward,seed,steps,boa_step,boa_fast_1,step0_fast_1,final_fast_1,step0_reward_density,step0_mean_reward"},
+      {&schemas::ablations_per_task(),
+       "task_id,experiment,method,value,seed,tasks,boa_step,boa_fast_1,boa_sig_fast_1,step0_fast_1,step0_sig_fast_1,"
+       "final_fast_1,final_sig_fast_1,final_correct_rate,steps_run,rollouts,tokens,teacher_tokens"},
       {&schemas::judge_scores(),
        "policy,task_id,sample,outcome,correctness,compilability,speed,judge_mean,kernel_reward,reward,judge_error"},
       {&schemas::speedup_by_seed(), "method,seed,boa_step,fast_1,mean_speedup_correct,std_over_seeds"},

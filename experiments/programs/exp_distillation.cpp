@@ -99,12 +99,42 @@ void ablations(ExperimentContext& ctx) {
   const ExperimentBudget& b = ctx.budget;
   CsvTable steps(ctx.dir / "ablation_steps.csv", schemas::training_steps());
   CsvTable runs(ctx.dir / "ablations.csv", schemas::adaptation_runs());
+  // The report adapts each task alone: every setting also runs per task (a fresh adapter on each
+  // task of subset 1), one row per task and then their mean.
+  CsvTable task_steps(ctx.dir / "ablation_task_steps.csv", schemas::training_steps());
+  CsvTable task_runs(ctx.dir / "ablations_per_task.csv", schemas::ablations_per_task());
   auto run = [&](const std::string& ablation, const std::string& value, TttConfig c,
                  const std::filesystem::path& checkpoint) {
     auto policy = ctx.load_policy(checkpoint);
     c.run = ablation + "=" + value;
     const TttResult r = run_ttt(*policy, *ctx.env, c, &steps, nullptr, {}, ctx.progress);
     runs.row(adaptation_row("ablations", ablation, value, c, r));
+    double boa = 0, boa_sig = 0, step0 = 0, step0_sig = 0, final = 0, final_sig = 0, correct = 0;
+    int64_t rollouts = 0, tokens = 0;
+    for (int id : c.tasks) {
+      auto alone = ctx.load_policy(checkpoint);
+      TttConfig t = c;
+      t.tasks = {id};
+      t.run = fmt::format("{}={}/task{}", ablation, value, id);
+      const TttResult rt = run_ttt(*alone, *ctx.env, t, &task_steps, nullptr, {}, ctx.progress);
+      std::vector<std::string> row = adaptation_row("ablations_per_task", ablation, value, t, rt);
+      row.insert(row.begin(), cell(id));
+      task_runs.row(row);
+      const StepMetrics& best = rt.steps.at(static_cast<size_t>(rt.boa.best_step));
+      boa += best.fast_1;
+      boa_sig += best.sig_fast_1;
+      step0 += rt.steps.front().fast_1;
+      step0_sig += rt.steps.front().sig_fast_1;
+      final += rt.steps.back().fast_1;
+      final_sig += rt.steps.back().sig_fast_1;
+      correct += rt.steps.back().correct_rate;
+      rollouts += rt.budget.rollouts;
+      tokens += rt.budget.tokens;
+    }
+    const double n = static_cast<double>(c.tasks.size());
+    task_runs.row({"mean", "ablations_per_task", ablation, value, cell(static_cast<int64_t>(c.seed)), cell(static_cast<int>(n)),
+                   "mean", cell(boa / n), cell(boa_sig / n), cell(step0 / n), cell(step0_sig / n), cell(final / n),
+                   cell(final_sig / n), cell(correct / n), "", cell(rollouts), cell(tokens), "0"});
   };
   for (int s : b.ablation_steps) {
     TttConfig c = ctx.ttt_config(b.subset1, 42, "");
