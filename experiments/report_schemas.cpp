@@ -19,7 +19,7 @@ KBRL_SCHEMA(bon_scaling, "subset", "k", "task_success", "std", "ci_low", "ci_hig
 KBRL_SCHEMA(bon_selected, "subset", "seed", "task_id", "samples", "correct", "fast", "sig_fast",
             "selected_speedup")
 KBRL_SCHEMA(selection, "subset", "strategy", "fast_1", "std", "sig_fast_1", "sig_std", "mean_speedup",
-            "evaluations", "timed_evaluations")
+            "evaluations", "timed_evaluations", "fast_1_low", "fast_1_high")
 KBRL_SCHEMA(selection_tests, "subset", "comparison", "p1", "p2", "cohens_h", "sig_p1", "sig_p2", "sig_cohens_h",
             "wilcoxon_w", "wilcoxon_p", "wilcoxon_method", "sign_positives", "sign_negatives", "sign_p", "pairs",
             "wilcoxon_w_plus", "sign_p_one_sided")

@@ -137,4 +137,8 @@ BootstrapInterval paired_bootstrap(const std::vector<double>& a, const std::vect
   return paired_bootstrap(a, b, mean_difference, seed, options);
 }
 
+BootstrapInterval bootstrap_mean(const std::vector<double>& values, uint64_t seed, const BootstrapOptions& options) {
+  return paired_bootstrap(values, std::vector<double>(values.size(), 0.0), mean_difference, seed, options);
+}
+
 }  // namespace kbrl::stats

@@ -99,4 +99,9 @@ BootstrapInterval paired_bootstrap(const std::vector<double>& a, const std::vect
 BootstrapInterval paired_bootstrap(const std::vector<double>& a, const std::vector<double>& b,
                                    uint64_t seed, const BootstrapOptions& options = {});
 
+/// The mean of per-task values and its percentile interval, resampling the tasks (paired_bootstrap
+/// of the values against zeros): the interval the headline numbers carry.
+BootstrapInterval bootstrap_mean(const std::vector<double>& values, uint64_t seed,
+                                 const BootstrapOptions& options = {});
+
 }  // namespace kbrl::stats

@@ -33,7 +33,8 @@ TEST(Schemas, GoldenHeaders) {
        "subset,k,task_success,std,ci_low,ci_high,sig_task_success,sig_std,sig_ci_low,sig_ci_high,"
        "expected_best_speedup,seeds,samples_per_task"},
       {&schemas::bon_selected(), "subset,seed,task_id,samples,correct,fast,sig_fast,selected_speedup"},
-      {&schemas::selection(), "subset,strategy,fast_1,std,sig_fast_1,sig_std,mean_speedup,evaluations,timed_evaluations"},
+      {&schemas::selection(),
+       "subset,strategy,fast_1,std,sig_fast_1,sig_std,mean_speedup,evaluations,timed_evaluations,fast_1_low,fast_1_high"},
       {&schemas::selection_tests(),
        "subset,comparison,p1,p2,cohens_h,sig_p1,sig_p2,sig_cohens_h,wilcoxon_w,wilcoxon_p,wilcoxon_method,"
        "sign_positives,sign_negatives,sign_p,pairs,wilcoxon_w_plus,sign_p_one_sided"},

@@ -207,6 +207,20 @@ TEST(PairedBootstrap, EstimateIsTheMeanDifferenceAndLiesInTheInterval) {
   EXPECT_LE(interval.upper, 1.0);
 }
 
+TEST(BootstrapMean, IsTheMeanWithAnIntervalOverTheValues) {
+  const std::vector<double> v = {0.0, 1.0, 1.0, 0.0, 1.0, 0.5};
+  const BootstrapInterval r = bootstrap_mean(v, 5);
+  EXPECT_DOUBLE_EQ(r.estimate, 3.5 / 6.0);
+  EXPECT_LT(r.lower, r.estimate);
+  EXPECT_GT(r.upper, r.estimate);
+  EXPECT_GE(r.lower, 0.0);
+  EXPECT_LE(r.upper, 1.0);
+  EXPECT_EQ(bootstrap_mean(v, 5), r);
+  const BootstrapInterval c = bootstrap_mean({0.25, 0.25, 0.25}, 1);
+  EXPECT_DOUBLE_EQ(c.lower, 0.25);
+  EXPECT_DOUBLE_EQ(c.upper, 0.25);
+}
+
 TEST(PairedBootstrap, ZeroVarianceGivesAZeroWidthInterval) {
   const BootstrapInterval shifted = paired_bootstrap({1.5, 2.5, 3.5, 9.5}, {1, 2, 3, 9}, 1);
   EXPECT_EQ(shifted.estimate, 0.5);

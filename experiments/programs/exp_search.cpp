@@ -144,11 +144,13 @@ void selection(ExperimentContext& ctx) {
     std::map<SelectionStrategy, std::vector<Selection>> pairs;  // over (run, task)
     for (SelectionStrategy st : all_selection_strategies()) {
       std::vector<double> fast_per_run, sig_per_run, speed_per_run, timed;
+      std::map<int, std::vector<double>> fast_by_task;  // over seeds: the bootstrap's clusters are tasks
       int evaluations = 0;
       for (const auto& [run, tasks] : runs) {
         std::vector<double> f, sf, s;
         for (const auto& [task, samples] : tasks) {
           const Selection sel = select_sample(samples, st);
+          fast_by_task[task].push_back(sel.fast);
           pairs[st].push_back(sel);
           f.push_back(sel.fast);
           sf.push_back(sel.sig_fast);
@@ -160,9 +162,12 @@ void selection(ExperimentContext& ctx) {
         sig_per_run.push_back(mean(sf));
         speed_per_run.push_back(mean(s));
       }
+      std::vector<double> task_fast;
+      for (const auto& [task, f] : fast_by_task) task_fast.push_back(mean(f));
+      const stats::BootstrapInterval ci = stats::bootstrap_mean(task_fast, 2026);
       table.row({subset, std::string(to_string(st)), cell(mean(fast_per_run)), cell(stdev(fast_per_run)),
                  cell(mean(sig_per_run)), cell(stdev(sig_per_run)), cell(mean(speed_per_run)), cell(evaluations),
-                 cell(mean(timed))});
+                 cell(mean(timed)), cell(ci.lower), cell(ci.upper)});
     }
     // Surprisal-guided vs the others, over (run, task) pairs.
     for (SelectionStrategy other : {SelectionStrategy::confidence, SelectionStrategy::random_correct}) {

@@ -98,19 +98,17 @@ void per_task_ttt(ExperimentContext& ctx) {
   };
   const auto fast = [](const TaskOutcome& o) { return o.fast_1; };
   const auto success = [](const TaskOutcome& o) { return o.task_success ? 1.0 : 0.0; };
-  const auto mean_of = [](const std::vector<double>& a, const std::vector<double>&) {
-    double s = 0;
-    for (double x : a) s += x;
-    return s / static_cast<double>(a.size());
-  };
-  const std::vector<double> none(b.subset1.size(), 0.0);
   const uint64_t boot_seed = 2026;
   const std::map<std::string, int64_t> rollouts_per_task = {
       {"base_greedy", 1}, {"best_of_n", k}, {"ttt_boa", static_cast<int64_t>(k) * (b.per_task_ttt_steps + 1)}};
   for (const std::string method : {"base_greedy", "best_of_n", "ttt_boa"}) {
-    const auto f = stats::paired_bootstrap(per_task(method, fast), none, mean_of, boot_seed);
-    const auto s = stats::paired_bootstrap(per_task(method, success), none, mean_of, boot_seed);
-    const auto mean = [&](auto&& field) { return mean_of(per_task(method, field), none); };
+    const auto f = stats::bootstrap_mean(per_task(method, fast), boot_seed);
+    const auto s = stats::bootstrap_mean(per_task(method, success), boot_seed);
+    const auto mean = [&](auto&& field) {
+      double sum = 0;
+      for (double x : per_task(method, field)) sum += x;
+      return sum / static_cast<double>(b.subset1.size());
+    };
     summary.row({method, cell(rollouts_per_task.at(method)), cell(static_cast<int>(b.subset1.size())),
                  cell(mean([](const TaskOutcome& o) { return o.correct_rate; })), cell(f.estimate), cell(f.lower),
                  cell(f.upper), cell(mean([](const TaskOutcome& o) { return o.sig_fast_1; })), cell(s.estimate),
