@@ -87,7 +87,8 @@ std::vector<std::vector<std::string>> rho_rows(const ExperimentContext& ctx,
 
 namespace {
 
-/// (k, `column`) of best_of_n's scaling table for a subset: task_success or sig_task_success.
+/// (k, `column`) of best_of_n's scaling table for a subset: task_success, sig_task_success, ci_low
+/// or ci_high.
 std::vector<std::pair<double, double>> bon_curve(const ExperimentContext& ctx, const std::string& subset,
                                                  const std::string& column = "task_success") {
   const CsvRows csv = read_csv(ctx.input("best_of_n", "bon_scaling.csv"), schemas::bon_scaling());
@@ -96,6 +97,13 @@ std::vector<std::pair<double, double>> bon_curve(const ExperimentContext& ctx, c
     if (csv.at(row, "subset") == subset) curve.emplace_back(std::stod(csv.at(row, "k")), std::stod(csv.at(row, column)));
   KBRL_CHECK_INPUT(!curve.empty(), "best_of_n/bon_scaling.csv has no rows for {}", subset);
   return curve;
+}
+
+/// A TTT step's fast_1 with its 95% bootstrap interval over tasks (each task's fast share).
+stats::BootstrapInterval step_interval(const std::vector<Rollout>& rollouts, const std::vector<int>& tasks) {
+  std::vector<double> per_task;
+  for (int id : tasks) per_task.push_back(score_rollouts(rollouts_of_task(rollouts, id)).fast_1);
+  return stats::bootstrap_mean(per_task, 2026);
 }
 
 /// The K at which the best-of-N curve reaches `value` (linear in log K between grid points):
@@ -150,19 +158,23 @@ void ttt(ExperimentContext& ctx) {
   // significant twins beside it).
   const auto curve = bon_curve(ctx, "subset1");
   const auto sig_curve = bon_curve(ctx, "subset1", "sig_task_success");
+  const auto low = bon_curve(ctx, "subset1", "ci_low"), high = bon_curve(ctx, "subset1", "ci_high");
   CsvTable eq(ctx.dir / "equal_budget.csv", schemas::equal_budget());
   const int64_t n_tasks = static_cast<int64_t>(b.subset1.size());
   eq.row({"subset1", fmt::format("best_of_n_k{}", static_cast<int>(curve.back().first)),
           cell(static_cast<int64_t>(curve.back().first) * n_tasks), cell(curve.back().second),
-          cell(sig_curve.back().second), cell(curve.back().first)});
+          cell(sig_curve.back().second), cell(curve.back().first), cell(low.back().second), cell(high.back().second)});
   eq.row({"subset1", "best_of_n_k1", cell(n_tasks), cell(curve.front().second), cell(sig_curve.front().second),
-          cell(1.0)});
+          cell(1.0), cell(low.front().second), cell(high.front().second)});
   const StepMetrics& boa = batch.steps.at(static_cast<size_t>(batch.boa.best_step));
+  const auto boa_ci = step_interval(batch.rollouts.at(static_cast<size_t>(batch.boa.best_step)), b.subset1);
+  const auto base_ci = step_interval(batch.rollouts.front(), b.subset1);
   eq.row({"subset1", fmt::format("ttt_boa_step{}", batch.boa.best_step),
           cell(static_cast<int64_t>(batch.boa.best_step + 1) * b.ttt_k * n_tasks), cell(boa.fast_1),
-          cell(boa.sig_fast_1), equivalent_k(curve, boa.fast_1)});
+          cell(boa.sig_fast_1), equivalent_k(curve, boa.fast_1), cell(boa_ci.lower), cell(boa_ci.upper)});
   eq.row({"subset1", "base_step0", cell(b.ttt_k * n_tasks), cell(batch.steps.front().fast_1),
-          cell(batch.steps.front().sig_fast_1), equivalent_k(curve, batch.steps.front().fast_1)});
+          cell(batch.steps.front().sig_fast_1), equivalent_k(curve, batch.steps.front().fast_1), cell(base_ci.lower),
+          cell(base_ci.upper)});
 }
 
 void oversharpening(ExperimentContext& ctx) {
