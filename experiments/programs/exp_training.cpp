@@ -77,9 +77,10 @@ void base_policy(ExperimentContext& ctx) {
 /// One model's row of model_sweep.csv (and its rows of samples.csv and model_sweep_tasks.csv).
 /// `k` samples per task at `temperature` (0: greedy, one request) under run name `run`; returns the
 /// rollouts per task.
-std::vector<std::vector<Rollout>> model_sweep_row(ExperimentContext& ctx, const std::vector<int>& tasks, Policy& policy, const std::string& label,
-                     CsvTable& samples, CsvTable& by_task, CsvTable& table, int k, double temperature,
-                     const std::string& run) {
+std::vector<std::vector<Rollout>> model_sweep_row(ExperimentContext& ctx, const std::vector<int>& tasks,
+                                                  Policy& policy, const std::string& label, CsvTable& samples,
+                                                  CsvTable& by_task, CsvTable& table, int k, double temperature,
+                                                  const std::string& run) {
   const auto per_task = sample_and_evaluate(ctx, policy, label, tasks, k, temperature, 42, &samples, run);
   int first_compiled = 0, first_correct = 0, format_errors = 0, compiled = 0, correct = 0, rollouts = 0;
   const bool checked = !ctx.compile_only;
@@ -120,6 +121,7 @@ std::vector<std::vector<Rollout>> model_sweep_row(ExperimentContext& ctx, const 
 struct PolicyEntry {
   std::string label;
   Policy* policy;
+  bool greedy = false;  // samples at temperature 0 whatever it is asked (recorded as such)
 };
 
 /// policy_sweep for a language model: Table 3's row for each model. A served model (endpoint:...)
@@ -159,7 +161,7 @@ void policy_sweep(ExperimentContext& ctx) {
                                              {"schedule_untrained", untrained.get()},
                                              {"schedule_sft", sft.get()},
                                              {"schedule_rlvr", rlvr.get()},
-                                             {"schedule_rlvr_greedy", &greedy_rlvr}};
+                                             {"schedule_rlvr_greedy", &greedy_rlvr, true}};
   CsvTable samples(ctx.dir / "samples.csv", schemas::samples());
   CsvTable table(ctx.dir / "policy_sweep.csv", schemas::policy_sweep());
   // Table 3's own shape beside the rates: per policy, its first sample of each task as compiled #/N,
@@ -167,9 +169,8 @@ void policy_sweep(ExperimentContext& ctx) {
   CsvTable table3(ctx.dir / "table3.csv", schemas::model_sweep());
   CsvTable table3_tasks(ctx.dir / "table3_tasks.csv", schemas::model_sweep_tasks());
   for (const PolicyEntry& p : policies) {
-    const bool greedy = p.policy == &greedy_rlvr;  // samples at temperature 0 whatever it is asked
     const auto per_task = model_sweep_row(ctx, tasks, *p.policy, p.label, samples, table3_tasks, table3, b.sweep_k,
-                                          greedy ? 0.0 : b.temperature, "policy_sweep");
+                                          p.greedy ? 0.0 : b.temperature, "policy_sweep");
     std::vector<Rollout> all;
     for (const auto& t : per_task) all.insert(all.end(), t.begin(), t.end());
     const StepMetrics m = score_rollouts(all);
