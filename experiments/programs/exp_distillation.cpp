@@ -159,8 +159,8 @@ void ablations(ExperimentContext& ctx) {
 
 std::vector<Experiment> distillation_experiments() {
   return {
-      {"sdpo", "surprisal report Appendix E (SDPO feedback vs prompt-only) and C (compute)", {"base_policy"},
-       sdpo},
+      {"sdpo", "surprisal report Appendix E (SDPO feedback vs prompt-only), C (compute) and D.1 (speedup per seed)",
+       {"base_policy"}, sdpo},
       {"ablations", "self-improvement report 4.3 (TTT steps, K, without RLVR, temperature)", {"base_policy"},
        ablations},
   };
