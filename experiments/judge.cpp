@@ -115,12 +115,14 @@ class EndpointJudge final : public Judge {
     return "endpoint:" + (options_.model.empty() ? wire::redact(base_) : options_.model);
   }
   std::vector<JudgeScores> score(const TaskSpec& task, const std::vector<std::string>& sources) override {
-    std::vector<JudgeScores> out;
+    std::vector<JudgeScores> out(sources.size());
     const std::string url = base_ + "/v1/chat/completions";
-    for (const std::string& source : sources) {
+    // One request per candidate, up to the spec's `concurrency` in flight.
+    for_each_request(sources.size(), options_.http.max_concurrent, [&](size_t i) {
+      const std::string& source = sources[i];
       if (source.empty()) {
-        out.push_back({0, 0, 0, false, "no candidate (format error)"});
-        continue;
+        out[i] = {0, 0, 0, false, "no candidate (format error)"};
+        return;
       }
       json body = {{"messages", {{{"role", "user"}, {"content", judge_prompt(task, source)}}}},
                    {"temperature", 0},
@@ -135,9 +137,9 @@ class EndpointJudge final : public Judge {
         const json message = response["choices"][0].value("message", json::object());
         if (message.contains("content") && message["content"].is_string()) content = message["content"].get<std::string>();
       }
-      out.push_back(content ? parse_judge_answer(*content)
-                            : JudgeScores{0, 0, 0, false, "the response has no choices[0].message.content"});
-    }
+      out[i] = content ? parse_judge_answer(*content)
+                       : JudgeScores{0, 0, 0, false, "the response has no choices[0].message.content"};
+    });
     return out;
   }
 

@@ -4,7 +4,8 @@
 // with weight lambda (the report's 0.5): r' = r + lambda * J. It densifies a reward that is zero
 // while nothing compiles. Two judges:
 // - `endpoint:<url>[,model=NAME,...]`: a language model behind an OpenAI-compatible server (the
-//   endpoint policy's spec keys: model, key_env, timeout, retries, concurrency, max_tokens, ...),
+//   endpoint policy's spec keys: model, key_env, timeout, retries, concurrency (requests in flight at
+//   once, one per candidate), max_tokens, ...),
 //   asked the report's question (the task and the candidate's source; JSON with the three floats
 //   and a short reasoning) at temperature 0 with a JSON schema as the response format (llama.cpp
 //   and vLLM constrain decoding to it; OpenAI's structured outputs). An answer that is not that

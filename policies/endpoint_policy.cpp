@@ -92,31 +92,6 @@ class ResponseLog {
   std::unordered_map<std::string, std::string> entries_;  // key -> response JSON
 };
 
-// Runs fn(0..count-1) on up to `threads` threads; stops starting new calls after a failure and
-// rethrows the failure of the lowest index.
-void run_parallel(size_t count, int threads, const std::function<void(size_t)>& fn) {
-  std::vector<std::exception_ptr> errors(count);
-  std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
-  auto worker = [&] {
-    for (size_t i; !failed && (i = next++) < count;) {
-      try {
-        fn(i);
-      } catch (...) {
-        errors[i] = std::current_exception();
-        failed = true;
-      }
-    }
-  };
-  const size_t n = std::min(count, static_cast<size_t>(std::max(1, threads)));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < n; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-}
-
 // llama.cpp reports every forced token, except one that ends inside a UTF-8 character, and then
 // the end-of-sequence token: `reported` must be `forced` with gaps, plus at most one token.
 bool follows(const std::vector<int>& forced, const std::vector<int>& reported) {
@@ -237,7 +212,7 @@ std::vector<Sample> EndpointPolicy::sample(const TaskSpec& task, int n, double t
   const size_t requests = greedy ? 1 : static_cast<size_t>(n);
   const std::string path(wire::generation_path(options_.api));
   std::vector<wire::Generation> generations(requests);
-  run_parallel(requests, options_.http.max_concurrent, [&](size_t i) {
+  for_each_request(requests, options_.http.max_concurrent, [&](size_t i) {
     wire::Generate g;
     g.temperature = temperature;
     g.top_p = options_.top_p;
@@ -281,7 +256,7 @@ std::vector<std::vector<double>> EndpointPolicy::score_text(const TaskSpec& task
                    "score_text on SGLang reads prompt log-probs of /v1/completions with echo: use api=completions "
                    "in --policy endpoint:URL,...");
   std::vector<std::vector<double>> out(texts.size());
-  run_parallel(texts.size(), options_.http.max_concurrent, [&](size_t i) {
+  for_each_request(texts.size(), options_.http.max_concurrent, [&](size_t i) {
     const std::string& text = texts[i];
     if (kind == ServerKind::llamacpp) {
       // Forced decoding: the text's tokens, a grammar admitting exactly them, greedy.

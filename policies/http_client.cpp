@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <ctime>
+#include <exception>
 #include <mutex>
 #include <optional>
 #include <string_view>
@@ -253,6 +254,29 @@ HttpResponse HttpClient::post_json(const std::string& url, const std::string& js
 
 HttpResponse HttpClient::get(const std::string& url, const std::vector<std::string>& headers) {
   return impl_->request(options_, "GET", url, nullptr, headers);
+}
+
+void for_each_request(size_t count, int max_concurrent, const std::function<void(size_t)>& fn) {
+  std::vector<std::exception_ptr> errors(count);
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  auto worker = [&] {
+    for (size_t i; !failed && (i = next++) < count;) {
+      try {
+        fn(i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+        failed = true;
+      }
+    }
+  };
+  const size_t n = std::min(count, static_cast<size_t>(std::max(1, max_concurrent)));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < n; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 }  // namespace kbrl

@@ -58,4 +58,8 @@ class HttpClient {
   std::unique_ptr<Impl> impl_;
 };
 
+/// Runs fn(0..count-1) on up to `max_concurrent` threads (the requests of a client in flight at
+/// once); stops starting new calls after a failure and rethrows the failure of the lowest index.
+void for_each_request(size_t count, int max_concurrent, const std::function<void(size_t)>& fn);
+
 }  // namespace kbrl

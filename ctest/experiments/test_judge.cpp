@@ -1,6 +1,10 @@
 // The GRPO report's judge (experiments/judge.h): the rules judge's checks, reading a judge's
 // answer, the endpoint judge's request and errors against a fake server, and the judged
 // environment's reward r + lambda * J. A real model judges in test_judge_llm (label llm).
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -142,6 +146,33 @@ TEST(EndpointJudge, AnUnusableAnswerScoresZeroAndADeadServerIsAnError) {
     dead = gone.url();
   }
   EXPECT_THROW(make_judge("endpoint:" + dead + ",retries=0,timeout=5")->score(task, {kNaive}), Error);
+}
+
+// A group of candidates is judged concurrently, up to the spec's concurrency, in order.
+TEST(EndpointJudge, AsksForSeveralCandidatesAtOnce) {
+  std::atomic<int> in_flight{0}, most{0};
+  FakeHttpServer server([&](const FakeHttpServer::Request& r) {
+    const int now = ++in_flight;
+    for (int seen = most.load(); now > seen && !most.compare_exchange_weak(seen, now);) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    --in_flight;
+    // The score names the candidate (speed 1 for variant B), so the order can be checked.
+    const std::string prompt = nlohmann::json::parse(r.body).at("messages").at(0).at("content");
+    const double speed = prompt.find("VARIANT_B") != std::string::npos ? 1.0 : 0.0;
+    return FakeHttpServer::Reply(
+        200, chat_answer(nlohmann::json{{"correctness", 0.5}, {"compilability", 0.5}, {"speed", speed}}.dump()).dump());
+  });
+  const std::string a = std::string(kNaive) + "// VARIANT_A\n", b = std::string(kNaive) + "// VARIANT_B\n";
+  const auto scores =
+      make_judge("endpoint:" + server.url() + ",concurrency=4,retries=0")->score(task_spec(19, Scale::small), {a, b, a, b});
+  ASSERT_EQ(scores.size(), 4u);
+  EXPECT_EQ(scores[0].speed, 0.0);
+  EXPECT_EQ(scores[1].speed, 1.0);
+  EXPECT_EQ(scores[2].speed, 0.0);
+  EXPECT_EQ(scores[3].speed, 1.0);
+  EXPECT_GT(most.load(), 1) << "the four requests went one at a time";
+  EXPECT_LE(most.load(), 4);
 }
 
 TEST(JudgedEnvironment, AddsWeightTimesTheMeanScoreToEachReward) {
