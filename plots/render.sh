@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Renders every figure (plots/*.gp) from a budget's results folder into PNG and SVG.
 #   plots/render.sh RESULTS_DIR [OUT_DIR]      (OUT_DIR defaults to RESULTS_DIR/figures)
-# A figure whose CSVs are missing is skipped with a line saying which; exit 77 (CTest: skipped)
-# when gnuplot is missing or no figure had data, 1 when gnuplot fails on a figure.
+# A figure whose CSVs are missing or hold no rows is skipped with a line saying which; exit 77
+# (CTest: skipped) when gnuplot is missing or no figure had data, 1 when gnuplot fails on a figure.
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 results="${1:?usage: render.sh RESULTS_DIR [OUT_DIR]}"
@@ -18,10 +18,11 @@ for script in "$here"/*.gp; do
   [ "$name" = style ] && continue
   missing=""
   for csv in $(grep -o 'results\."/[^"]*\.csv"' "$script" | sed 's/results\."\(.*\)"/\1/'); do
-    [ -s "$results$csv" ] || missing="$missing $results$csv"
+    # Missing, or a header without rows (an experiment that stopped before writing any).
+    [ "$(head -n 2 "$results$csv" 2> /dev/null | wc -l)" -ge 2 ] || missing="$missing $results$csv"
   done
   if [ -n "$missing" ]; then
-    echo "plots: skip $name: missing$missing"
+    echo "plots: skip $name: missing or empty:$missing"
     continue
   fi
   for fmt in png svg; do
