@@ -35,12 +35,13 @@ KBRL_SCHEMA(early_stopping, "run", "steps", "oracle_step", "oracle_fast_1", "p1_
 KBRL_SCHEMA(rho_trajectory, "step", "samples", "rho", "p_value", "tail_samples", "tail_rho",
             "tail_p_value", "mean_nll", "distinct_samples", "distinct_rho", "distinct_p_value")
 KBRL_SCHEMA(robustness, "subset", "task_id", "base_fast_1", "base_sig_fast_1", "bon_fast_1", "bon_sig_fast_1",
-            "boa_fast_1", "boa_sig_fast_1", "boa_minus_bon", "winner")
+            "boa_fast_1", "boa_sig_fast_1", "boa_minus_bon", "winner", "boa_minus_bon_low", "boa_minus_bon_high")
 KBRL_SCHEMA(transfer, "adapted_on", "evaluated_on", "base_fast_1", "base_sig_fast_1", "adapted_fast_1",
             "adapted_sig_fast_1", "delta", "bon_fast_1", "bon_sig_fast_1")
 KBRL_SCHEMA(adaptation_runs, "experiment", "method", "value", "seed", "tasks", "boa_step",
             "boa_fast_1", "boa_sig_fast_1", "step0_fast_1", "step0_sig_fast_1", "final_fast_1",
-            "final_sig_fast_1", "final_correct_rate", "steps_run", "rollouts", "tokens", "teacher_tokens")
+            "final_sig_fast_1", "final_correct_rate", "steps_run", "rollouts", "tokens", "teacher_tokens",
+            "boa_fast_1_low", "boa_fast_1_high")
 KBRL_SCHEMA(per_task_ttt, "seed", "task_id", "greedy_fast", "greedy_sig_fast", "bon_k", "bon_correct_rate",
             "bon_fast_1", "bon_sig_fast_1", "bon_task_success", "bon_sig_task_success", "bon_best_speedup", "ttt_k",
             "ttt_steps", "ttt_boa_step", "ttt_correct_rate", "ttt_fast_1", "ttt_sig_fast_1", "ttt_task_success",
@@ -57,7 +58,8 @@ KBRL_SCHEMA(sparsification, "reward", "seed", "steps", "boa_step", "boa_fast_1",
             "step0_reward_density", "step0_mean_reward")
 KBRL_SCHEMA(ablations_per_task, "task_id", "experiment", "method", "value", "seed", "tasks", "boa_step",
             "boa_fast_1", "boa_sig_fast_1", "step0_fast_1", "step0_sig_fast_1", "final_fast_1",
-            "final_sig_fast_1", "final_correct_rate", "steps_run", "rollouts", "tokens", "teacher_tokens")
+            "final_sig_fast_1", "final_correct_rate", "steps_run", "rollouts", "tokens", "teacher_tokens",
+            "boa_fast_1_low", "boa_fast_1_high")
 KBRL_SCHEMA(compute, "method", "seeds", "rollouts", "student_tokens", "teacher_tokens",
             "total_tokens", "compile_seconds", "evaluator_seconds")
 

@@ -49,13 +49,14 @@ TEST(Schemas, GoldenHeaders) {
        "distinct_p_value"},
       {&schemas::robustness(),
        "subset,task_id,base_fast_1,base_sig_fast_1,bon_fast_1,bon_sig_fast_1,boa_fast_1,boa_sig_fast_1,"
-       "boa_minus_bon,winner"},
+       "boa_minus_bon,winner,boa_minus_bon_low,boa_minus_bon_high"},
       {&schemas::transfer(),
        "adapted_on,evaluated_on,base_fast_1,base_sig_fast_1,adapted_fast_1,adapted_sig_fast_1,delta,bon_fast_1,"
        "bon_sig_fast_1"},
       {&schemas::adaptation_runs(),
        "experiment,method,value,seed,tasks,boa_step,boa_fast_1,boa_sig_fast_1,step0_fast_1,step0_sig_fast_1,"
-       "final_fast_1,final_sig_fast_1,final_correct_rate,steps_run,rollouts,tokens,teacher_tokens"},
+       "final_fast_1,final_sig_fast_1,final_correct_rate,steps_run,rollouts,tokens,teacher_tokens,boa_fast_1_low,"
+       "boa_fast_1_high"},
       {&schemas::sweep_configs(),
        "task_id,config,is_expert,outcome,compiled,correct,speedup,speedup_low,speedup_high,candidate_ms,"
        "reference_ms,sol_fraction,precision,flags"},
@@ -71,7 +72,8 @@ TEST(Schemas, GoldenHeaders) {
        "reward,seed,steps,boa_step,boa_fast_1,step0_fast_1,final_fast_1,step0_reward_density,step0_mean_reward"},
       {&schemas::ablations_per_task(),
        "task_id,experiment,method,value,seed,tasks,boa_step,boa_fast_1,boa_sig_fast_1,step0_fast_1,step0_sig_fast_1,"
-       "final_fast_1,final_sig_fast_1,final_correct_rate,steps_run,rollouts,tokens,teacher_tokens"},
+       "final_fast_1,final_sig_fast_1,final_correct_rate,steps_run,rollouts,tokens,teacher_tokens,boa_fast_1_low,"
+       "boa_fast_1_high"},
       {&schemas::judge_scores(),
        "policy,task_id,sample,outcome,correctness,compilability,speed,judge_mean,kernel_reward,reward,judge_error"},
       {&schemas::speedup_by_seed(), "method,seed,boa_step,fast_1,mean_speedup_correct,std_over_seeds"},

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <experiments/schemas.h>
+#include <experiments/statistics.h>
 #include <experiments/training_loops.h>
 
 #include "experiment.h"
@@ -15,6 +16,10 @@ namespace kbrl {
 std::vector<std::string> adaptation_row(const std::string& experiment, const std::string& method,
                                         const std::string& value, const TttConfig& config,
                                         const TttResult& result);
+
+/// A TTT step's fast_1 with its 95% bootstrap interval over tasks (each task's fast share of the
+/// step's rollouts; the same seed everywhere).
+stats::BootstrapInterval step_interval(const std::vector<Rollout>& rollouts, const std::vector<int>& tasks);
 
 /// The probe's fixed sample set: best_of_n's first-seed samples on subset 1 (InputError when it has
 /// fewer than 8).

@@ -19,6 +19,12 @@
 
 namespace kbrl {
 
+stats::BootstrapInterval step_interval(const std::vector<Rollout>& rollouts, const std::vector<int>& tasks) {
+  std::vector<double> per_task;
+  for (int id : tasks) per_task.push_back(score_rollouts(rollouts_of_task(rollouts, id)).fast_1);
+  return stats::bootstrap_mean(per_task, 2026);
+}
+
 std::vector<schemas::SampleRow> probe_samples(const ExperimentContext& ctx) {
   std::vector<schemas::SampleRow> fixed;
   const std::string run = fmt::format("subset1_seed{}", ctx.budget.seeds.front());
@@ -99,12 +105,7 @@ std::vector<std::pair<double, double>> bon_curve(const ExperimentContext& ctx, c
   return curve;
 }
 
-/// A TTT step's fast_1 with its 95% bootstrap interval over tasks (each task's fast share).
-stats::BootstrapInterval step_interval(const std::vector<Rollout>& rollouts, const std::vector<int>& tasks) {
-  std::vector<double> per_task;
-  for (int id : tasks) per_task.push_back(score_rollouts(rollouts_of_task(rollouts, id)).fast_1);
-  return stats::bootstrap_mean(per_task, 2026);
-}
+
 
 /// The K at which the best-of-N curve reaches `value` (linear in log K between grid points):
 /// "<1" below K = 1, ">K" above the largest K.
@@ -241,14 +242,16 @@ void robustness(ExperimentContext& ctx) {
       rows.push_back({base.fast_1, base.sig_fast_1, bn.fast, bn.sig_fast, boa.fast_1, boa.sig_fast_1});
       table.row({subset, cell(id), cell(base.fast_1), cell(base.sig_fast_1), cell(bn.fast), cell(bn.sig_fast),
                  cell(boa.fast_1), cell(boa.sig_fast_1), cell(boa.fast_1 - bn.fast),
-                 boa.fast_1 > bn.fast ? "boa" : (boa.fast_1 < bn.fast ? "best_of_n" : "tie")});
+                 boa.fast_1 > bn.fast ? "boa" : (boa.fast_1 < bn.fast ? "best_of_n" : "tie"), "", ""});
     }
     auto aggregate = [&](const std::string& name, auto&& keep) {
       Row sum{0, 0, 0, 0, 0, 0};
       int n = 0, boa_wins = 0, bon_wins = 0;
+      std::vector<double> differences;  // BoA minus best-of-N per task: the bootstrap's values
       for (const Row& x : rows) {
         if (!keep(x)) continue;
         ++n;
+        differences.push_back(x.boa - x.bon);
         sum = {sum.base + x.base, sum.base_sig + x.base_sig, sum.bon + x.bon,
                sum.bon_sig + x.bon_sig, sum.boa + x.boa, sum.boa_sig + x.boa_sig};
         boa_wins += x.boa > x.bon;
@@ -256,9 +259,11 @@ void robustness(ExperimentContext& ctx) {
       }
       if (n == 0) return;
       const double d = n;
+      const stats::BootstrapInterval ci = stats::bootstrap_mean(differences, 2026);
       table.row({subset, name, cell(sum.base / d), cell(sum.base_sig / d), cell(sum.bon / d), cell(sum.bon_sig / d),
                  cell(sum.boa / d), cell(sum.boa_sig / d), cell((sum.boa - sum.bon) / d),
-                 fmt::format("boa {} best_of_n {} tie {} of {}", boa_wins, bon_wins, n - boa_wins - bon_wins, n)});
+                 fmt::format("boa {} best_of_n {} tie {} of {}", boa_wins, bon_wins, n - boa_wins - bon_wins, n),
+                 cell(ci.lower), cell(ci.upper)});
     };
     aggregate("mean", [](const Row&) { return true; });
     aggregate("mean_base_below_30pct", [](const Row& x) { return x.base < kRegimeThreshold; });

@@ -16,6 +16,7 @@ namespace kbrl {
 std::vector<std::string> adaptation_row(const std::string& experiment, const std::string& method,
                                         const std::string& value, const TttConfig& c, const TttResult& r) {
   const StepMetrics& boa = r.steps.at(static_cast<size_t>(r.boa.best_step));
+  const stats::BootstrapInterval ci = step_interval(r.rollouts.at(static_cast<size_t>(r.boa.best_step)), c.tasks);
   return {experiment,
           method,
           value,
@@ -32,7 +33,9 @@ std::vector<std::string> adaptation_row(const std::string& experiment, const std
           cell(static_cast<int>(r.steps.size())),
           cell(r.budget.rollouts),
           cell(r.budget.tokens),
-          cell(r.budget.teacher_tokens)};
+          cell(r.budget.teacher_tokens),
+          cell(ci.lower),
+          cell(ci.upper)};
 }
 
 namespace {
@@ -134,7 +137,7 @@ void ablations(ExperimentContext& ctx) {
     const double n = static_cast<double>(c.tasks.size());
     task_runs.row({"mean", "ablations_per_task", ablation, value, cell(static_cast<int64_t>(c.seed)), cell(static_cast<int>(n)),
                    "mean", cell(boa / n), cell(boa_sig / n), cell(step0 / n), cell(step0_sig / n), cell(final / n),
-                   cell(final_sig / n), cell(correct / n), "", cell(rollouts), cell(tokens), "0"});
+                   cell(final_sig / n), cell(correct / n), "", cell(rollouts), cell(tokens), "0", "", ""});
   };
   for (int s : b.ablation_steps) {
     TttConfig c = ctx.ttt_config(b.subset1, 42, "");
