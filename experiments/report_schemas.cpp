@@ -37,7 +37,7 @@ KBRL_SCHEMA(rho_trajectory, "step", "samples", "rho", "p_value", "tail_samples",
 KBRL_SCHEMA(robustness, "subset", "task_id", "base_fast_1", "base_sig_fast_1", "bon_fast_1", "bon_sig_fast_1",
             "boa_fast_1", "boa_sig_fast_1", "boa_minus_bon", "winner", "boa_minus_bon_low", "boa_minus_bon_high")
 KBRL_SCHEMA(transfer, "adapted_on", "evaluated_on", "base_fast_1", "base_sig_fast_1", "adapted_fast_1",
-            "adapted_sig_fast_1", "delta", "bon_fast_1", "bon_sig_fast_1")
+            "adapted_sig_fast_1", "delta", "bon_fast_1", "bon_sig_fast_1", "delta_low", "delta_high")
 KBRL_SCHEMA(adaptation_runs, "experiment", "method", "value", "seed", "tasks", "boa_step",
             "boa_fast_1", "boa_sig_fast_1", "step0_fast_1", "step0_sig_fast_1", "final_fast_1",
             "final_sig_fast_1", "final_correct_rate", "steps_run", "rollouts", "tokens", "teacher_tokens",

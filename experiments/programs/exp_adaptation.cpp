@@ -287,9 +287,17 @@ void transfer(ExperimentContext& ctx) {
     const auto adapted_rollouts = sample_and_evaluate(ctx, *adapted, ctx.policy_label("ttt"), subsets[to].second, b.ttt_k,
                                                       b.temperature, 7, nullptr, "transfer_adapted");
     std::vector<Rollout> a, d;
-    for (const auto& t : base_rollouts) a.insert(a.end(), t.begin(), t.end());
-    for (const auto& t : adapted_rollouts) d.insert(d.end(), t.begin(), t.end());
+    std::vector<double> before_by_task, after_by_task;  // the delta's interval pairs them by task
+    for (const auto& t : base_rollouts) {
+      a.insert(a.end(), t.begin(), t.end());
+      before_by_task.push_back(score_rollouts(t).fast_1);
+    }
+    for (const auto& t : adapted_rollouts) {
+      d.insert(d.end(), t.begin(), t.end());
+      after_by_task.push_back(score_rollouts(t).fast_1);
+    }
     const StepMetrics before = score_rollouts(a), after = score_rollouts(d);
+    const stats::BootstrapInterval delta = stats::paired_bootstrap(after_by_task, before_by_task, 2026);
     // Best-of-N on the evaluated subset, as the report quotes it beside base and adapted: the mean
     // over its tasks of best_of_n's per-task rates.
     const std::map<int, FastRates> bon = bon_fast_by_task(ctx, subsets[to].first);
@@ -303,7 +311,8 @@ void transfer(ExperimentContext& ctx) {
       }
     table.row({subsets[from].first, subsets[to].first, cell(before.fast_1), cell(before.sig_fast_1),
                cell(after.fast_1), cell(after.sig_fast_1), cell(after.fast_1 - before.fast_1),
-               bon_tasks ? cell(bon_fast / bon_tasks) : "nan", bon_tasks ? cell(bon_sig / bon_tasks) : "nan"});
+               bon_tasks ? cell(bon_fast / bon_tasks) : "nan", bon_tasks ? cell(bon_sig / bon_tasks) : "nan",
+               cell(delta.lower), cell(delta.upper)});
   }
 }
 
