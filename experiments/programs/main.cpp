@@ -114,7 +114,8 @@ int run(const Options& o) {
   parse_input_checks(o.inputs);
   // The reward and judge: the flags', else the experiment's own (the GRPO report's experiment trains
   // on its composite reward with the judge), else the gated speedup and no judge.
-  const std::string reward_name = !o.reward.empty() ? o.reward : (experiment.reward.empty() ? "speedup" : experiment.reward);
+  const std::string reward_name =
+      !o.reward.empty() ? o.reward : (experiment.reward.empty() ? "speedup" : experiment.reward);
   const std::string judge_name = !o.judge.empty() ? (o.judge == "none" ? "" : o.judge) : experiment.judge;
   const RewardConfig reward = parse_reward(reward_name);
   std::unique_ptr<Judge> judge = judge_name.empty() ? nullptr : make_judge(judge_name);
