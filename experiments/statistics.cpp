@@ -137,6 +137,20 @@ BootstrapInterval paired_bootstrap(const std::vector<double>& a, const std::vect
   return paired_bootstrap(a, b, mean_difference, seed, options);
 }
 
+double mean(const std::vector<double>& values) {
+  double sum = 0;
+  for (double x : values) sum += x;
+  return values.empty() ? 0.0 : sum / static_cast<double>(values.size());
+}
+
+double sample_stdev(const std::vector<double>& values) {
+  if (values.size() < 2) return 0.0;
+  const double m = mean(values);
+  double s = 0;
+  for (double x : values) s += (x - m) * (x - m);
+  return std::sqrt(s / static_cast<double>(values.size() - 1));
+}
+
 BootstrapInterval bootstrap_mean(const std::vector<double>& values, uint64_t seed, const BootstrapOptions& options) {
   return paired_bootstrap(values, std::vector<double>(values.size(), 0.0), mean_difference, seed, options);
 }

@@ -61,6 +61,11 @@ class SplitMix64 {
   uint64_t state_;
 };
 
+/// The mean of `values`; 0 for none.
+double mean(const std::vector<double>& values);
+/// The sample standard deviation (n - 1) of `values`; 0 for fewer than two.
+double sample_stdev(const std::vector<double>& values);
+
 /// A statistic of paired per-task values (a[i] and b[i] belong to task i).
 using PairedStatistic =
     std::function<double(const std::vector<double>& a, const std::vector<double>& b)>;

@@ -207,6 +207,13 @@ TEST(PairedBootstrap, EstimateIsTheMeanDifferenceAndLiesInTheInterval) {
   EXPECT_LE(interval.upper, 1.0);
 }
 
+TEST(MeanAndSampleStdev, AreTheUsualOnesWithZerosForTooFewValues) {
+  EXPECT_DOUBLE_EQ(mean({1.0, 2.0, 6.0}), 3.0);
+  EXPECT_DOUBLE_EQ(sample_stdev({1.0, 2.0, 6.0}), std::sqrt(7.0));  // (4 + 1 + 9) / 2
+  EXPECT_EQ(mean({}), 0.0);
+  EXPECT_EQ(sample_stdev({5.0}), 0.0);
+}
+
 TEST(BootstrapMean, IsTheMeanWithAnIntervalOverTheValues) {
   const std::vector<double> v = {0.0, 1.0, 1.0, 0.0, 1.0, 0.5};
   const BootstrapInterval r = bootstrap_mean(v, 5);

@@ -1,12 +1,12 @@
 // sdpo (surprisal report Appendix E, with Appendix C's compute accounting) and ablations
 // (self-improvement report 4.3: TTT steps, K, TTT without RLVR, temperature).
-#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
 
 #include <experiments/report_schemas.h>
 #include <experiments/schemas.h>
+#include <experiments/statistics.h>
 
 #include "adaptation_common.h"
 #include "programs.h"
@@ -75,10 +75,7 @@ void sdpo(ExperimentContext& ctx) {
   for (const Method& m : methods) {
     for (const auto& row : by_seed[m.name]) d1.row(row);
     const std::vector<double>& x = speedups[m.name];
-    double mean = 0, ss = 0;
-    for (double v : x) mean += v / static_cast<double>(x.size());
-    for (double v : x) ss += (v - mean) * (v - mean);
-    d1.row({m.name, "mean", "", "", cell(mean), x.size() > 1 ? cell(std::sqrt(ss / static_cast<double>(x.size() - 1))) : "nan"});
+    d1.row({m.name, "mean", "", "", cell(stats::mean(x)), x.size() > 1 ? cell(stats::sample_stdev(x)) : "nan"});
   }
   // Appendix C: rollouts and tokens per method (summed over seeds). Before them, the report's two
   // reference rows, as rollout counts of the same settings: the base policy (one round of ttt_k

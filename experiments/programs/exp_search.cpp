@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <numeric>
 #include <set>
 
 #include <experiments/report_schemas.h>
@@ -21,23 +20,12 @@ std::string run_name(const std::string& subset, uint64_t seed) {
   return fmt::format("{}_seed{}", subset, seed);
 }
 
-double mean(const std::vector<double>& v) {
-  return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-}
+using stats::mean;
+using stats::sample_stdev;
 
-/// Sample standard deviation (n - 1); 0 for fewer than two values.
-double stdev(const std::vector<double>& v) {
-  if (v.size() < 2) return 0.0;
-  const double m = mean(v);
-  double s = 0;
-  for (double x : v) s += (x - m) * (x - m);
-  return std::sqrt(s / static_cast<double>(v.size() - 1));
-}
-
-/// The 95% percentile-bootstrap interval of the mean of per-task values.
+/// The 95% percentile-bootstrap interval of the mean of per-task values (bon_scaling's settings).
 stats::BootstrapInterval mean_interval(const std::vector<double>& per_task) {
-  const std::vector<double> zero(per_task.size(), 0.0);
-  return stats::paired_bootstrap(per_task, zero, 20260301, {.resamples = 2000});
+  return stats::bootstrap_mean(per_task, 20260301, {.resamples = 2000});
 }
 
 /// A rollout as selection sees it (no log-probability: best-of-k draws at random).
@@ -115,8 +103,8 @@ void best_of_n(ExperimentContext& ctx) {
       }
       const auto ci = mean_interval(per_task);
       const auto sig_ci = mean_interval(sig_per_task);
-      scaling.row({subset, cell(k), cell(mean(per_seed)), cell(stdev(per_seed)), cell(ci.lower), cell(ci.upper),
-                   cell(mean(sig_per_seed)), cell(stdev(sig_per_seed)), cell(sig_ci.lower), cell(sig_ci.upper),
+      scaling.row({subset, cell(k), cell(mean(per_seed)), cell(sample_stdev(per_seed)), cell(ci.lower), cell(ci.upper),
+                   cell(mean(sig_per_seed)), cell(sample_stdev(sig_per_seed)), cell(sig_ci.lower), cell(sig_ci.upper),
                    cell(mean(best_per_seed)), cell(static_cast<int64_t>(by_seed.size())), cell(b.bon_k)});
     }
   }
@@ -165,8 +153,8 @@ void selection(ExperimentContext& ctx) {
       std::vector<double> task_fast;
       for (const auto& [task, f] : fast_by_task) task_fast.push_back(mean(f));
       const stats::BootstrapInterval ci = stats::bootstrap_mean(task_fast, 2026);
-      table.row({subset, std::string(to_string(st)), cell(mean(fast_per_run)), cell(stdev(fast_per_run)),
-                 cell(mean(sig_per_run)), cell(stdev(sig_per_run)), cell(mean(speed_per_run)), cell(evaluations),
+      table.row({subset, std::string(to_string(st)), cell(mean(fast_per_run)), cell(sample_stdev(fast_per_run)),
+                 cell(mean(sig_per_run)), cell(sample_stdev(sig_per_run)), cell(mean(speed_per_run)), cell(evaluations),
                  cell(mean(timed)), cell(ci.lower), cell(ci.upper)});
     }
     // Surprisal-guided vs the others, over (run, task) pairs.

@@ -104,11 +104,7 @@ void per_task_ttt(ExperimentContext& ctx) {
   for (const std::string method : {"base_greedy", "best_of_n", "ttt_boa"}) {
     const auto f = stats::bootstrap_mean(per_task(method, fast), boot_seed);
     const auto s = stats::bootstrap_mean(per_task(method, success), boot_seed);
-    const auto mean = [&](auto&& field) {
-      double sum = 0;
-      for (double x : per_task(method, field)) sum += x;
-      return sum / static_cast<double>(b.subset1.size());
-    };
+    const auto mean = [&](auto&& field) { return stats::mean(per_task(method, field)); };
     summary.row({method, cell(rollouts_per_task.at(method)), cell(static_cast<int>(b.subset1.size())),
                  cell(mean([](const TaskOutcome& o) { return o.correct_rate; })), cell(f.estimate), cell(f.lower),
                  cell(f.upper), cell(mean([](const TaskOutcome& o) { return o.sig_fast_1; })), cell(s.estimate),
