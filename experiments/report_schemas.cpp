@@ -54,8 +54,8 @@ KBRL_SCHEMA(judge_scores, "policy", "task_id", "sample", "outcome", "correctness
             "judge_mean", "kernel_reward", "reward", "judge_error")
 KBRL_SCHEMA(entropy_rho, "entropy_coef", "step", "samples", "rho", "p_value", "tail_samples", "tail_rho",
             "tail_p_value", "mean_nll", "distinct_samples", "distinct_rho", "distinct_p_value")
-KBRL_SCHEMA(sparsification, "reward", "seed", "steps", "boa_step", "boa_fast_1", "step0_fast_1", "final_fast_1",
-            "step0_reward_density", "step0_mean_reward")
+KBRL_SCHEMA(sparsification, "reward", "seed", "steps", "boa_step", "boa_fast_1", "boa_sig_fast_1", "step0_fast_1",
+            "step0_sig_fast_1", "final_fast_1", "final_sig_fast_1", "step0_reward_density", "step0_mean_reward")
 KBRL_SCHEMA(ablations_per_task, "task_id", "experiment", "method", "value", "seed", "tasks", "boa_step",
             "boa_fast_1", "boa_sig_fast_1", "step0_fast_1", "step0_sig_fast_1", "final_fast_1",
             "final_sig_fast_1", "final_correct_rate", "steps_run", "rollouts", "tokens", "teacher_tokens",

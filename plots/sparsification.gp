@@ -14,9 +14,11 @@ set y2range [0:1.05]
 set ytics nomirror
 set y2tics
 set key below horizontal
-m = "< grep ',mean,' '".f."'"  # the mean rows (no header: columns by number)
-stats m using 4 nooutput
+set datafile columnheaders  # the header row, then the mean rows; columns by name
+m = "< (head -n 1 '".f."'; grep ',mean,' '".f."')"
+stats m using (column("boa_step")) nooutput
 set yrange [0:(STATS_max > 0 ? 1.15 * STATS_max : 1)]
 set key noautotitle
-plot m using 0:4:xtic(1) with boxes ls 1 title "mean BoA step", \
-     m using 0:8 axes x1y2 with points ls 2 pt 7 ps 2 title "reward density at step 0 (right)"
+plot m using 0:(column("boa_step")):xtic(1) with boxes ls 1 title "mean BoA step", \
+     m using 0:(column("step0_reward_density")) axes x1y2 with points ls 2 pt 7 ps 2 \
+       title "reward density at step 0 (right)"

@@ -69,7 +69,8 @@ TEST(Schemas, GoldenHeaders) {
        "entropy_coef,step,samples,rho,p_value,tail_samples,tail_rho,tail_p_value,mean_nll,distinct_samples,"
        "distinct_rho,distinct_p_value"},
       {&schemas::sparsification(),
-       "reward,seed,steps,boa_step,boa_fast_1,step0_fast_1,final_fast_1,step0_reward_density,step0_mean_reward"},
+       "reward,seed,steps,boa_step,boa_fast_1,boa_sig_fast_1,step0_fast_1,step0_sig_fast_1,final_fast_1,"
+       "final_sig_fast_1,step0_reward_density,step0_mean_reward"},
       {&schemas::ablations_per_task(),
        "task_id,experiment,method,value,seed,tasks,boa_step,boa_fast_1,boa_sig_fast_1,step0_fast_1,step0_sig_fast_1,"
        "final_fast_1,final_sig_fast_1,final_correct_rate,steps_run,rollouts,tokens,teacher_tokens,boa_fast_1_low,"

@@ -43,7 +43,7 @@ void sparsification(ExperimentContext& ctx) {
   CsvTable runs(ctx.dir / "sparsification.csv", schemas::sparsification());
   for (const std::string& spec : b.sparsification_rewards) {
     RewardedEnvironment env(*ctx.env, parse_reward(spec));
-    double boa_sum = 0, density_sum = 0, boa_fast_sum = 0;
+    double boa_sum = 0, density_sum = 0, boa_fast_sum = 0, boa_sig_sum = 0;
     for (uint64_t seed : b.sdpo_seeds) {
       auto policy = ctx.load_policy(ctx.base_checkpoint());
       TttConfig c = ctx.ttt_config(b.subset1, seed, fmt::format("{}_seed{}", spec, seed));
@@ -53,16 +53,19 @@ void sparsification(ExperimentContext& ctx) {
       for (const Rollout& x : r.rollouts.front()) rewarded += x.reward > 0;
       const double density = static_cast<double>(rewarded) / static_cast<double>(r.rollouts.front().size());
       const StepMetrics& boa = r.steps.at(static_cast<size_t>(r.boa.best_step));
+      const StepMetrics& first = r.steps.front();
+      const StepMetrics& last = r.steps.back();
       runs.row({spec, cell(static_cast<int64_t>(seed)), cell(c.steps), cell(r.boa.best_step), cell(boa.fast_1),
-                cell(r.steps.front().fast_1), cell(r.steps.back().fast_1), cell(density),
-                cell(r.steps.front().mean_reward)});
+                cell(boa.sig_fast_1), cell(first.fast_1), cell(first.sig_fast_1), cell(last.fast_1),
+                cell(last.sig_fast_1), cell(density), cell(first.mean_reward)});
       boa_sum += r.boa.best_step;
       boa_fast_sum += boa.fast_1;
+      boa_sig_sum += boa.sig_fast_1;
       density_sum += density;
     }
     const double n = static_cast<double>(b.sdpo_seeds.size());
-    runs.row({spec, "mean", cell(b.probe_steps), cell(boa_sum / n), cell(boa_fast_sum / n), "", "", cell(density_sum / n),
-              ""});
+    runs.row({spec, "mean", cell(b.probe_steps), cell(boa_sum / n), cell(boa_fast_sum / n), cell(boa_sig_sum / n), "", "",
+              "", "", cell(density_sum / n), ""});
   }
 }
 
