@@ -149,6 +149,11 @@ std::vector<StepMetrics> run_rlvr(TrainablePolicy& policy, Environment& env, con
     StepMetrics m = score_rollouts(all);
     m.step = updates;
     m.tasks = static_cast<int>(c.tasks.size());
+    // No update here: the row's KL to the start and entropy are measured on these rollouts (loss,
+    // gradient norm and clip fraction stay 0), as at TTT's last step.
+    std::vector<TrainItem> scored;
+    for (const Rollout& r : all) scored.push_back({task_spec(r.sample.task_id, c.scale), r.sample.tokens, {}, {}});
+    if (!scored.empty()) m.update = policy.measure(scored, c.temperature);
     budget.wall_seconds = seconds_since(start);
     m.budget = budget;
     if (eval_csv) eval_csv->row(training_step_row(c.run + "_eval", m));

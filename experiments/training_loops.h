@@ -82,7 +82,8 @@ struct RlvrConfig {
 /// split reshuffled every epoch), takes group-relative advantages and one GRPO step. Checkpoints
 /// (base.pt once, adapter_step_N.pt every N steps, final_adapter.pt and final.pt with the adapter merged) go to
 /// `checkpoint_dir` when not empty. With eval_every > 0, `eval_csv` gets one row per evaluation
-/// (run "<run>_eval", step = updates so far). Returns one StepMetrics per step.
+/// (run "<run>_eval", step = updates so far, KL to the start and entropy measured on its rollouts).
+/// Returns one StepMetrics per step.
 std::vector<StepMetrics> run_rlvr(TrainablePolicy& policy, Environment& env, const RlvrConfig& config,
                                   CsvTable* steps_csv, const std::filesystem::path& checkpoint_dir,
                                   const Progress& progress = {}, CsvTable* eval_csv = nullptr);

@@ -185,6 +185,10 @@ TEST(ExperimentPrograms, SmokeBudgetRlvrRaisesTheRewardOfTheSameSamples) {
     }
   }
   EXPECT_GT(std::stod(eval.back().at("mean_reward")), std::stod(eval.front().at("mean_reward")));
+  // No update at an evaluation, but its KL to the start and entropy are measured on its rollouts.
+  EXPECT_EQ(std::stod(eval.front().at("kl_to_start")), 0.0);
+  EXPECT_GT(std::stod(eval.back().at("kl_to_start")), 0.0);
+  for (const auto& row : eval) EXPECT_GT(std::stod(row.at("entropy")), 0.0);
   const auto steps = testing::read_csv(dir / "rlvr_steps.csv").rows;
   ASSERT_FALSE(steps.empty());
   EXPECT_GT(std::stod(steps.back().at("kl_to_start")), 0.05);
