@@ -29,6 +29,7 @@ struct ServeCommandOptions {
   int http_threads = 4;
   double request_timeout = 3600;
   bool compile_only = false;
+  bool device_given = false;  // --device (an eval flag): serve picks its GPUs with --gpus
   EvalFlags flags;
 };
 
@@ -61,6 +62,8 @@ std::vector<int> parse_gpus(const std::string& text, bool compile_only) {
 
 void run_serve(const ServeCommandOptions& o) {
   KBRL_CHECK_INPUT(o.port >= 0 && o.port <= 65535, "--port {} is not a port", o.port);
+  KBRL_CHECK_INPUT(!o.device_given, "--device {}: kbrl serve picks its GPUs with --gpus (e.g. --gpus {})",
+                   o.flags.device, o.flags.device);
   EvalSettings settings = eval_settings(o.flags);
   if (o.compile_only) {
     settings.compile_only = true;
@@ -108,7 +111,12 @@ void add_serve_command(CLI::App& app) {
                 "no GPU: compile and answer not_run (for --arch, default sm_90); for wiring a trainer on a CPU");
   cmd->add_option("--scale", o->flags.scale, "kernelbench or small")->capture_default_str();
   add_eval_flags(cmd, o->flags);
-  cmd->callback([o] { run_serve(*o); });
+  CLI::Option* device = cmd->get_option("--device");
+  device->description("not used here: --gpus picks the GPUs");
+  cmd->callback([o, device] {
+    o->device_given = device->count() > 0;
+    run_serve(*o);
+  });
 }
 
 }  // namespace kbrl::cli

@@ -60,6 +60,15 @@ CliResult run_cli_bounded(const std::string& args, const std::string& limits = "
 
 // --kernel takes a regular file of at most 16 MiB: /dev/zero used to be read without end and a
 // FIFO to block; both are now input errors (exit 2, `kbrl: error: ...`).
+// kbrl serve shares the eval flags but picks its GPUs with --gpus: --device is refused, not ignored
+// (bounded: a server that starts anyway would listen until killed).
+TEST(CliEval, ServeRefusesDevice) {
+  const CliResult r = run_cli_bounded("serve --compile-only --port 0 --device 1");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--device 1: kbrl serve picks its GPUs with --gpus (e.g. --gpus 1)"), std::string::npos)
+      << r.output;
+}
+
 TEST(CliEval, KernelMustBeARegularFileOfBoundedSize) {
   const auto dir = std::filesystem::temp_directory_path() / ("kbrl-cli-kernel-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
