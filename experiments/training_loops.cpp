@@ -55,6 +55,14 @@ std::vector<Rollout> roll(Policy& policy, Environment& env, const TaskSpec& task
   return rollouts;
 }
 
+/// KL to the adapter-free start and entropy of the policy on rollouts it sampled (no update).
+UpdateStats measure_rollouts(TrainablePolicy& policy, const std::vector<Rollout>& rollouts, Scale scale,
+                             double temperature) {
+  std::vector<TrainItem> items;
+  for (const Rollout& r : rollouts) items.push_back({task_spec(r.sample.task_id, scale), r.sample.tokens, {}, {}});
+  return policy.measure(items, temperature);
+}
+
 }  // namespace
 
 Budget& Budget::operator+=(const Budget& o) {
@@ -151,9 +159,7 @@ std::vector<StepMetrics> run_rlvr(TrainablePolicy& policy, Environment& env, con
     m.tasks = static_cast<int>(c.tasks.size());
     // No update here: the row's KL to the start and entropy are measured on these rollouts (loss,
     // gradient norm and clip fraction stay 0), as at TTT's last step.
-    std::vector<TrainItem> scored;
-    for (const Rollout& r : all) scored.push_back({task_spec(r.sample.task_id, c.scale), r.sample.tokens, {}, {}});
-    if (!scored.empty()) m.update = policy.measure(scored, c.temperature);
+    if (!all.empty()) m.update = measure_rollouts(policy, all, c.scale, c.temperature);
     budget.wall_seconds = seconds_since(start);
     m.budget = budget;
     if (eval_csv) eval_csv->row(training_step_row(c.run + "_eval", m));
@@ -266,9 +272,7 @@ TttResult run_ttt(TrainablePolicy& policy, Environment& env, const TttConfig& c,
     if (step < c.steps && !stop) {
       m.update = finite_update(policy, batch, update, fmt::format("ttt {} step {}", c.run, step));
     } else {  // no update after the last evaluated step: still measure KL to the start and entropy
-      std::vector<TrainItem> scored;
-      for (const Rollout& r : all) scored.push_back({task_spec(r.sample.task_id, c.scale), r.sample.tokens, {}, {}});
-      m.update = policy.measure(scored, c.temperature);
+      m.update = measure_rollouts(policy, all, c.scale, c.temperature);
     }
     budget.wall_seconds = seconds_since(start);
     m.budget = budget;

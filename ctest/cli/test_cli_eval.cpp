@@ -58,8 +58,6 @@ CliResult run_cli_bounded(const std::string& args, const std::string& limits = "
   return result;
 }
 
-// --kernel takes a regular file of at most 16 MiB: /dev/zero used to be read without end and a
-// FIFO to block; both are now input errors (exit 2, `kbrl: error: ...`).
 // kbrl serve shares the eval flags but picks its GPUs with --gpus: --device is refused, not ignored
 // (bounded: a server that starts anyway would listen until killed).
 TEST(CliEval, ServeRefusesDevice) {
@@ -69,6 +67,8 @@ TEST(CliEval, ServeRefusesDevice) {
       << r.output;
 }
 
+// --kernel takes a regular file of at most 16 MiB: /dev/zero used to be read without end and a
+// FIFO to block; both are now input errors (exit 2, `kbrl: error: ...`).
 TEST(CliEval, KernelMustBeARegularFileOfBoundedSize) {
   const auto dir = std::filesystem::temp_directory_path() / ("kbrl-cli-kernel-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
