@@ -82,10 +82,8 @@ std::vector<std::vector<std::string>> rho_rows(const ExperimentContext& ctx,
       distinct_speed.push_back(speedup[i]);
     }
     const auto [drho, dp] = rho_p(distinct_nll, distinct_speed);
-    double mean_nll = 0;
-    for (double x : nll) mean_nll += x / static_cast<double>(nll.size());
     rows.push_back({cell(step), cell(static_cast<int64_t>(nll.size())), rho, p,
-                    cell(static_cast<int64_t>(tail_nll.size())), trho, tp, cell(mean_nll),
+                    cell(static_cast<int64_t>(tail_nll.size())), trho, tp, cell(stats::mean(nll)),
                     cell(static_cast<int64_t>(distinct.size())), drho, dp});
   }
   return rows;
@@ -104,8 +102,6 @@ std::vector<std::pair<double, double>> bon_curve(const ExperimentContext& ctx, c
   KBRL_CHECK_INPUT(!curve.empty(), "best_of_n/bon_scaling.csv has no rows for {}", subset);
   return curve;
 }
-
-
 
 /// The K at which the best-of-N curve reaches `value` (linear in log K between grid points):
 /// "<1" below K = 1, ">K" above the largest K.
