@@ -4,7 +4,9 @@
 #     optional command (gnuplot) is missing: the set-up tries apt, says it cannot install, and exits 0
 #     because everything the build needs is present (on CI after the first set-up; on the GPU machine);
 #  2. --check only reports: it never calls apt-get;
-#  3. a required command is missing (a PATH without cmake): exit 1, naming cmake and its package.
+#  3. a required command is missing (a PATH without cmake): exit 1, naming cmake and its package;
+#  4. a fresh machine: apt reaches its lists and has a candidate (an apt-cache stub that answers in
+#     two writes, as the real one does): the set-up installs the missing optional gnuplot-nox.
 #   ctest/ci/test_setup.sh SOURCE_DIR
 set -u
 src="${1:?usage: test_setup.sh SOURCE_DIR}"
@@ -67,6 +69,21 @@ echo "--- 3. no cmake (rc $rc):"; echo "$log"
 [ "$rc" -ne 0 ] || fail "3: exit 0 without cmake"
 grep -qE "^  - cmake: .*\(Debian: cmake\)" <<< "$log" || fail "3: the missing list does not name cmake and its package"
 grep -q "the build cannot proceed" <<< "$log" || fail "3: no line saying the build cannot proceed"
+
+# 4. a fresh machine with apt online: the missing package is installed
+mkdir -p "$work/online"
+printf '#!/bin/sh\necho "apt-get $*" >> "%s/apt-calls"\nexit 0\n' "$work" > "$work/online/apt-get"
+printf '#!/bin/sh\necho "$2:"\necho "  Installed: (none)"\necho "  Candidate: 1.0-1"\nsleep 0.2\necho "  Version table:"\necho "     1.0-1 500"\n' \
+  > "$work/online/apt-cache"
+cp "$work/stubs/sudo" "$work/online/sudo"
+chmod +x "$work/online/apt-get" "$work/online/apt-cache" "$work/online/sudo"
+rm -f "$work/apt-calls"
+log=$(PATH="$work/online:$(path_without gnuplot)" bash "$src/.ci/setup" --no-llm 2>&1); rc=$?
+echo "--- 4. apt online, gnuplot missing (rc $rc):"; echo "$log"
+[ "$rc" -eq 0 ] || fail "4: exit $rc, expected 0"
+grep -q "apt-get install .*gnuplot-nox" "$work/apt-calls" 2> /dev/null ||
+  fail "4: gnuplot-nox was not installed (apt-get calls: $(cat "$work/apt-calls" 2> /dev/null))"
+grep -q "no candidate" <<< "$log" && fail "4: a package with a candidate was called unavailable"
 
 [ "$failures" -eq 0 ] && echo "test_setup: all checks passed" && exit 0
 echo "test_setup: $failures check(s) failed"
