@@ -6,7 +6,10 @@
 #  2. --check only reports: it never calls apt-get;
 #  3. a required command is missing (a PATH without cmake): exit 1, naming cmake and its package;
 #  4. a fresh machine: apt reaches its lists and has a candidate (an apt-cache stub that answers in
-#     two writes, as the real one does): the set-up installs the missing optional gnuplot-nox.
+#     two writes, as the real one does): the set-up installs the missing optional gnuplot-nox;
+#  5. a fresh machine's sequence: nothing installed (dpkg-query says so, no cmake to probe with), so
+#     the first round installs libtorch-dev, which brings the reference BLAS into a staged library
+#     folder; the check after it wants OpenBLAS, and the same run installs it in a second round.
 #   ctest/ci/test_setup.sh SOURCE_DIR
 set -u
 src="${1:?usage: test_setup.sh SOURCE_DIR}"
@@ -84,6 +87,40 @@ echo "--- 4. apt online, gnuplot missing (rc $rc):"; echo "$log"
 grep -q "apt-get install .*gnuplot-nox" "$work/apt-calls" 2> /dev/null ||
   fail "4: gnuplot-nox was not installed (apt-get calls: $(cat "$work/apt-calls" 2> /dev/null))"
 grep -q "no candidate" <<< "$log" && fail "4: a package with a candidate was called unavailable"
+
+# 5. nothing installed -> libtorch-dev installed -> OpenBLAS, in one run
+mkdir -p "$work/fresh" "$work/libdir/blas" "$work/libdir/openblas-pthread"
+touch "$work/libdir/blas/libblas.so.3" "$work/libdir/openblas-pthread/libblas.so.3"
+cat > "$work/fresh/apt-get" <<STUB
+#!/bin/sh
+echo "apt-get \$*" >> "$work/apt-calls"
+[ "\$1" = install ] || exit 0
+for p in "\$@"; do
+  echo "\$p" >> "$work/installed"
+  case "\$p" in
+    libtorch-dev) touch "$work/libdir/libtorch_cpu.so"; ln -sf blas/libblas.so.3 "$work/libdir/libblas.so.3" ;;
+    libopenblas0-pthread) ln -sf openblas-pthread/libblas.so.3 "$work/libdir/libblas.so.3" ;;
+  esac
+done
+STUB
+cat > "$work/fresh/dpkg-query" <<STUB
+#!/bin/sh
+for p in "\$@"; do last="\$p"; done
+grep -qx "\$last" "$work/installed" 2>/dev/null && echo "install ok installed" && exit 0
+exit 1
+STUB
+cp "$work/online/apt-cache" "$work/online/sudo" "$work/fresh/"
+chmod +x "$work/fresh/"*
+rm -f "$work/apt-calls" "$work/installed"
+log=$(PATH="$work/fresh:$(path_without cmake)" KBRL_SYSTEM_LIBDIR="$work/libdir" \
+      bash "$src/.ci/setup" --no-llm 2>&1); rc=$?
+echo "--- 5. a fresh machine (rc $rc):"; echo "$log"; echo "apt-get calls:"; cat "$work/apt-calls" 2> /dev/null
+grep -q "apt-get install .*libtorch-dev" "$work/apt-calls" 2> /dev/null || fail "5: libtorch-dev was not installed"
+grep -q "apt-get install .*libopenblas0-pthread" "$work/apt-calls" 2> /dev/null ||
+  fail "5: OpenBLAS was not installed after libtorch-dev brought the reference BLAS"
+[ "$(grep -c '^apt-get update' "$work/apt-calls" 2> /dev/null)" = 1 ] || fail "5: apt-get update ran other than once"
+[ "$(grep -c 'apt-get install .*libtorch-dev' "$work/apt-calls" 2> /dev/null)" = 1 ] ||
+  fail "5: libtorch-dev was installed more than once"
 
 [ "$failures" -eq 0 ] && echo "test_setup: all checks passed" && exit 0
 echo "test_setup: $failures check(s) failed"
