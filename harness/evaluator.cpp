@@ -161,6 +161,7 @@ EvalRecord Evaluator::evaluate(const Candidate& candidate, const std::string& ra
   const TaskSpec spec = task_spec(candidate.task_id, settings_.scale);  // bad input before any work
   CompileOptions options;
   options.arch = arch();
+  options.sandbox = settings_.compile_sandbox;
   const CompileResult compiled = compile(candidate, options, impl_->cache.get());
   return finish(spec, keyed(candidate), compiled, raw_action, policy, action);
 }
@@ -222,6 +223,7 @@ std::vector<EvalRecord> Evaluator::evaluate_all(const std::vector<KeyedCandidate
       specs.emplace(c.candidate.task_id, task_spec(c.candidate.task_id, settings_.scale));
   if (!impl_->pool) {
     impl_->compile_options.arch = arch();
+    impl_->compile_options.sandbox = settings_.compile_sandbox;
     impl_->pool = std::make_unique<CompilePool>(settings_.compile_threads, impl_->compile_options,
                                                 impl_->cache.get());
   }

@@ -62,6 +62,8 @@ struct EvalSettings {
   /// ("compiled; no GPU to run it") and the reward of a compiled, unchecked candidate. Needs
   /// `arch`. No worker is started.
   bool compile_only = false;
+  /// Whether compiles must run confined (compile.h): kbrl serve requires it for untrusted sources.
+  CompileSandbox compile_sandbox = CompileSandbox::best_effort;
 
   /// What changes a result (the record key's settings): never the secret.
   nlohmann::json key_json() const;

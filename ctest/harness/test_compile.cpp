@@ -168,9 +168,9 @@ TEST(Compile, BombTimesOut) {
   const CompileResult r = compile(candidate_of(macro_bomb()), options);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_FALSE(r.ok);
-  EXPECT_EQ(r.error, "compile timed out after 1 s, twice");  // a timeout is tried once more
-  EXPECT_GE(wall, 2.0);
-  EXPECT_LT(wall, 5.0);
+  EXPECT_EQ(r.error, "compile timed out after 1 s");
+  EXPECT_GE(wall, 1.0);
+  EXPECT_LT(wall, 3.0);
   // The parent is fine and compiles the next candidate.
   EXPECT_TRUE(compile(candidate_of(kRelu)).ok);
 }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <harness/record/eval_record.h>
+#include <harness/record/json_text.h>
 #include "harness_testing.h"
 
 namespace kbrl {
@@ -144,6 +145,44 @@ TEST(EvalRecord, RoundTripsThroughJsonText) {
   const EvalRecord back = record_from_json(Json::parse(Json(record).dump()));
   EXPECT_EQ(back, record);
   EXPECT_EQ(record_from_json(Json::parse(kGolden)), record);
+}
+
+// A candidate file that is not UTF-8 (a 0xFF byte in a comment) and a compile log quoting it: the
+// record's JSON is valid UTF-8 (dump() used to throw, `kbrl eval --json` exited 3) and reads back
+// to the exact bytes through the <field>_base64 members; a valid record has none of them.
+TEST(EvalRecord, BytesThatAreNotUtf8AreWrittenValidAndReadBackExactly) {
+  EvalRecord record = testing::sample_record();
+  record.raw_action = "// \xff\xfe caf\xc3\xa9 \xed\xa0\x80 \xc0\xaf\n";
+  record.candidate.source = record.raw_action + "extern \"C\" __global__ void k() {}\n";
+  record.compile.log = "candidate.cu(1): warning: \xff";
+  record.compile.precision_findings = {"fine", "bad \xf5"};
+  record.trials[1].failure = "\x80";
+  Json j = record;
+  const std::string text = j.dump();  // would throw on a string that is not UTF-8
+  EXPECT_TRUE(is_valid_utf8(text));
+  EXPECT_EQ(j["raw_action"], "// \xef\xbf\xbd\xef\xbf\xbd caf\xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd "
+                             "\xef\xbf\xbd\xef\xbf\xbd\n");
+  EXPECT_TRUE(j.contains("raw_action_base64"));
+  EXPECT_TRUE(j["candidate"].contains("source_base64"));
+  EXPECT_TRUE(j["compile"].contains("log_base64"));
+  EXPECT_EQ(j["compile"]["precision_findings_base64"][0], nullptr);
+  EXPECT_EQ(record_from_json(Json::parse(text)), record);
+  EXPECT_FALSE(Json(testing::sample_record()).dump().find("_base64") != std::string::npos);
+}
+
+TEST(JsonText, Utf8ValidityFollowsTheStandard) {
+  for (const char* good : {"", "ascii", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf"})
+    EXPECT_TRUE(is_valid_utf8(good)) << good;
+  for (const char* bad : {"\xff", "\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xc3", "\xe2\x82"})
+    EXPECT_FALSE(is_valid_utf8(bad)) << bad;
+  EXPECT_EQ(valid_utf8("a\xff" "b\xc3"), "a\xef\xbf\xbd" "b\xef\xbf\xbd");
+  Json doc = {{"\xff", "x"}, {"list", {"\xfe", 1, {{"deep", "\xfd"}}}}};
+  keep_exact_bytes(doc);
+  EXPECT_NO_THROW(doc.dump());
+  restore_exact_bytes(doc);
+  EXPECT_EQ(doc["list"][0], "\xfe");
+  EXPECT_EQ(doc["list"][2]["deep"], "\xfd");
+  EXPECT_EQ(dump_lossy(Json("\xff")), "\"\xef\xbf\xbd\"");
 }
 
 TEST(EvalRecord, TextActionsRoundTripAndVersionOneRecordsStillRead) {

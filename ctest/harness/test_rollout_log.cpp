@@ -191,16 +191,34 @@ TEST_F(RolloutLogTest, OneWriterAtATime) {
   EXPECT_EQ(moved.size(), 1u);
 }
 
-TEST_F(RolloutLogTest, InvalidUtf8IsReplacedNotFatal) {
+// A source with 0xFF bytes goes through the log and comes back byte for byte (it used to come back
+// with U+FFFD in their place, so a replay evaluated other bytes), on one valid line; its key is not
+// that of the source with U+FFFD written in.
+TEST_F(RolloutLogTest, BytesThatAreNotUtf8RoundTripExactly) {
   EvalRecord r = record(0);
+  r.candidate.source = "// \xff\xfe\n" + r.candidate.source;
+  r.raw_action = r.candidate.source;
   r.compile.log = "bad byte \xff here\nsecond line";
-  RolloutLog log(path_);
-  log.append(r);
+  r.key = record_key(r.candidate, Json{{"trials", 5}});
+  EvalRecord replaced = r;
+  replaced.candidate.source = "// \xef\xbf\xbd\xef\xbf\xbd\n" + record(0).candidate.source;
+  EXPECT_NE(record_key(replaced.candidate, Json{{"trials", 5}}), r.key);
+  {
+    RolloutLog log(path_);
+    log.append(r);
+    ASSERT_TRUE(log.find(r.key).has_value());
+    EXPECT_EQ(log.find(r.key)->candidate.source, r.candidate.source);
+  }
   const std::vector<EvalRecord> records = read_rollout_log(path_);
   ASSERT_EQ(records.size(), 1u);
-  EXPECT_EQ(records[0].compile.log, "bad byte \xef\xbf\xbd here\nsecond line");
+  EXPECT_EQ(records[0], r);
+  EXPECT_EQ(records[0].raw_action, r.raw_action);
   const std::string text = contents();
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1);
+  EXPECT_EQ(text.find('\xff'), std::string::npos) << "the line is UTF-8";
+  RolloutLog reopened(path_);  // the line reads as a record: nothing repaired
+  EXPECT_EQ(reopened.size(), 1u);
+  EXPECT_EQ(reopened.repaired_bytes(), 0u);
 }
 
 TEST_F(RolloutLogTest, RecordWithoutKeyIsRejected) {

@@ -8,6 +8,7 @@
 #include <regex>
 
 #include <kbrl/error.h>
+#include <kbrl/sha256.h>
 
 #include "compile_cache.h"
 #include "compile_child.h"
@@ -81,6 +82,20 @@ std::string forbidden_ptx(std::string_view ptx) {
   return {};
 }
 
+/// Where a timeout of the compile `key` under `limit` seconds is cached: a bomb sent again costs
+/// nothing, and a longer limit compiles again.
+std::string timeout_key(const std::string& key, double limit) {
+  return sha256_hex(fmt::format("{}/timed-out-within/{:g}", key, limit));
+}
+
+/// The folders NVRTC may read: the include folders among the options.
+std::vector<std::string> include_dirs(const std::vector<std::string>& nvrtc_options) {
+  std::vector<std::string> dirs;
+  for (const std::string& o : nvrtc_options)
+    if (o.starts_with("-I")) dirs.push_back(o.substr(2));
+  return dirs;
+}
+
 }  // namespace
 
 std::string CompileOptions::default_cuda_include_dir() {
@@ -131,7 +146,12 @@ CompileResult compile(const Candidate& candidate, const CompileOptions& options,
   result.options = nvrtc_options(canonical.options, options);
   result.key = compile_key(candidate.source, result.options, options.arch, cached_nvrtc_version());
   if (cache) {
-    if (auto hit = cache->load(result.key)) {
+    auto hit = cache->load(result.key);
+    if (!hit) {
+      hit = cache->load(timeout_key(result.key, options.time_limit_seconds), false);
+      if (hit) hit->key = result.key;
+    }
+    if (hit) {
       result = std::move(*hit);
       result.cache_hit = true;
       return finish();
@@ -142,22 +162,20 @@ CompileResult compile(const Candidate& candidate, const CompileOptions& options,
   job.source = candidate.source;
   job.options = result.options;
   job.want_cubin = options.arch.rfind("sm_", 0) == 0;
-  // A timeout is tried once more before it is the candidate's: the compile child is forked (not
-  // exec'd) from a parent whose other threads may hold a libc lock at that moment, and such a child
-  // hangs through no fault of the candidate. Seen on an H100 machine (an fp16 configuration that
-  // compiles in seconds "timed out" after 60 s in one of two identical runs) and reproduced on a CPU:
-  // NVRTC calls ctime() in the child, which waited forever on the time-zone lock that gmtime_r in
-  // utc_timestamp (now lock-free) held in another thread at the fork. A compile that takes too long
-  // twice in a row is the candidate's.
-  NvrtcOutput out;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    out = run_nvrtc_isolated(job, options.time_limit_seconds, options.memory_limit_bytes);
-    if (out.status != NvrtcOutput::Status::timed_out) break;
-  }
+  job.read_only_dirs = include_dirs(result.options);
+  job.sandbox = options.sandbox;
+  // One attempt: the child is exec'd (not forked from this threaded process), so a timeout is the
+  // candidate's own.
+  NvrtcOutput out = run_nvrtc_isolated(job, options.time_limit_seconds, options.memory_limit_bytes);
   result.log = std::move(out.log);
   switch (out.status) {
     case NvrtcOutput::Status::timed_out:
-      result.error = fmt::format("compile timed out after {:g} s, twice", options.time_limit_seconds);
+      result.error = fmt::format("compile timed out after {:g} s", options.time_limit_seconds);
+      if (cache) {
+        CompileResult stored = result;
+        stored.key = timeout_key(result.key, options.time_limit_seconds);
+        cache->store(stored);
+      }
       return finish();
     case NvrtcOutput::Status::died:
       result.error = out.detail;

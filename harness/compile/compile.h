@@ -2,9 +2,11 @@
 // The compile stage (jitify2-like value types): Candidate -> CompileResult holding a
 // CompiledModule (PTX, CUBIN, log, options, precision audit) or a structured compile_error.
 //
-// NVRTC runs in a forked child process per compile, under a wall-time limit (the child is killed
-// on expiry) and an address-space limit, so a compile bomb costs a compile_error, never the
-// parent. NVRTC never touches the GPU: all of this works on a machine without one.
+// NVRTC runs in a child process per compile (kbrl-nvrtc, exec'd), under a wall-time limit (the
+// child is killed on expiry), a CPU-time limit and an address-space limit, so a compile bomb costs a
+// compile_error, never the parent; the child can read the CUDA headers and no other file
+// (compile_sandbox.h), so no #include the source scanner misses can leak a host file into the log.
+// NVRTC never touches the GPU: all of this works on a machine without one.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -13,6 +15,7 @@
 #include <kbrl/outcome.h>
 #include <kernels/candidate.h>
 
+#include "nvrtc_job.h"
 #include "precision_audit.h"
 
 namespace kbrl {
@@ -30,6 +33,7 @@ struct CompileOptions {
   /// Where the allowed headers (source_scan.h) are found: the CUDA toolkit's include directory of
   /// this build by default. Its cccl/ subdirectory is added when present (cooperative_groups).
   std::string cuda_include_dir = default_cuda_include_dir();
+  CompileSandbox sandbox = CompileSandbox::best_effort;
 
   static std::string default_cuda_include_dir();
 };
@@ -49,8 +53,7 @@ struct CompiledModule {
 struct CompileResult {
   bool ok = false;
   CompiledModule module;  // meaningful when ok
-  /// Why not ok, in one line: a rejected option, include or size; "compile timed out after 2 s,
-  /// twice" (a timeout is retried once: see compile());
+  /// Why not ok, in one line: a rejected option, include or size; "compile timed out after 2 s";
   /// "compiler exceeded its memory limit ..."; or the first error line of NVRTC's log.
   std::string error;
   std::string log;                   // NVRTC's log, kept on failure too
@@ -63,10 +66,6 @@ struct CompileResult {
   Outcome outcome() const { return ok ? Outcome::ok : Outcome::compile_error; }
 };
 
-/// The name NVRTC compiles every candidate's source under, so its log says "candidate.cu(12): error
-/// ..." (fixed: the log is part of the cached result, which must not depend on where a file was).
-inline constexpr std::string_view kNvrtcProgramName = "candidate.cu";
-
 /// `log` with kNvrtcProgramName replaced by `file` (the user's candidate file) where NVRTC names it
 /// (at the start of a line, and quoted in its closing "errors detected" line),
 /// so a compile error points into the file they wrote. A scaffolded file's #line directives name it
@@ -77,7 +76,8 @@ std::string log_naming_file(std::string_view log, std::string_view file);
 /// PTX that calls device printf) is a CompileResult with ok == false; throws InputError for bad CompileOptions (malformed arch)
 /// and ApiError for a failure of NVRTC or the OS that is not the candidate's doing.
 /// With a cache, a hit returns the stored result (cache_hit == true) without running NVRTC;
-/// successes and NVRTC's own failures are stored, timeouts and rejections are not.
+/// successes, NVRTC's own failures and timeouts are stored (a timeout under its time limit: a
+/// longer limit compiles again), rejections are not.
 CompileResult compile(const Candidate& candidate, const CompileOptions& options = {},
                       CompileCache* cache = nullptr);
 

@@ -167,19 +167,19 @@ std::filesystem::path CompileCache::entry_path(std::string_view key) const {
   return dir_ / std::string(key.substr(0, 2)) / (std::string(key) + ".kbrlc");
 }
 
-std::optional<CompileResult> CompileCache::load(std::string_view key) {
+std::optional<CompileResult> CompileCache::load(std::string_view key, bool counted) {
   const auto bytes = read_file(entry_path(key));
   if (!bytes) {
-    ++misses_;
+    misses_ += counted;
     return std::nullopt;
   }
   auto result = deserialize_compile_result(*bytes);
   if (!result || result->key != key) {
     ++corrupt_;
-    ++misses_;
+    misses_ += counted;
     return std::nullopt;
   }
-  ++hits_;
+  hits_ += counted;
   return result;
 }
 

@@ -44,8 +44,9 @@ class CompileCache {
   std::filesystem::path entry_path(std::string_view key) const;
 
   /// The stored result for `key` (cache_hit and seconds left for the caller), or nullopt when
-  /// there is none or it is corrupt.
-  std::optional<CompileResult> load(std::string_view key);
+  /// there is none or it is corrupt. A lookup that is not `counted` leaves hits and misses alone
+  /// (compile()'s second look, for a cached timeout).
+  std::optional<CompileResult> load(std::string_view key, bool counted = true);
   /// Stores `result` under result.key, atomically. Returns false (and counts a store failure) if
   /// the file could not be written.
   bool store(const CompileResult& result);

@@ -1,56 +1,39 @@
 // find_sass_tool and disassemble (declared in precision_audit.h): nvdisasm or cuobjdump on PATH.
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
 
-#include "precision_audit.h"
+#include <kbrl/error.h>
+#include <kbrl/subprocess.h>
 
-extern char** environ;
+#include "precision_audit.h"
 
 namespace kbrl {
 namespace {
 
-/// Runs argv with stdout captured (stderr discarded); nullopt unless it exits with status 0.
+/// Runs argv with stdout captured (stderr discarded); nullopt unless it exits with status 0 within
+/// a minute.
 std::optional<std::string> run_capture(const std::vector<std::string>& argv) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return std::nullopt;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  close(fds[1]);
-  std::string out;
-  if (rc == 0) {
-    char buffer[65536];
-    for (;;) {
-      const ssize_t n = read(fds[0], buffer, sizeof buffer);
-      if (n > 0) {
-        out.append(buffer, static_cast<size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        break;
-      }
-    }
+  try {
+    auto [out_read, out_write] = make_pipe();
+    SpawnSpec spec;
+    spec.argv = argv;
+    spec.fds = {{out_write.get(), STDOUT_FILENO}};
+    ChildProcess child = spawn(spec);
+    out_write.reset();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    auto out = read_until_eof(out_read.get(), deadline, size_t{1} << 30);
+    const std::optional<int> status = out ? child.wait_until(deadline) : std::nullopt;
+    if (!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0) return std::nullopt;
+    return out;
+  } catch (const Error&) {
+    return std::nullopt;
   }
-  close(fds[0]);
-  if (rc != 0) return std::nullopt;
-  int status = 0;
-  while (waitpid(pid, &status, 0) == -1 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
-  return out;
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <kbrl/error.h>
 #include <kernels/candidate_json.h>
 
+#include "json_text.h"
+
 #ifndef KBRL_VERSION
 #define KBRL_VERSION "unknown"
 #endif
@@ -106,6 +108,19 @@ void from_json(const Json& j, CompileInfo& c) {
   c.precision_findings = j.at(f::precision_findings).get<std::vector<std::string>>();
 }
 
+size_t approximate_bytes(const EvalRecord& r) {
+  size_t bytes = sizeof(EvalRecord) + r.key.size() + r.task_name.size() + r.raw_action.size() +
+                 r.action.code.size() + r.action.prompt_version.size() + r.candidate.source.size() +
+                 r.compile.log.size() + r.outcome_detail.size() + r.inputs.size() + r.device.size() +
+                 r.kbrl_version.size() + r.timestamp.size() + (r.policy ? r.policy->size() : 0);
+  for (const auto& launch : r.candidate.launches) bytes += sizeof(launch) + launch.kernel.size() + sizeof(KernelArg) * launch.args.size();
+  for (const auto& option : r.candidate.options) bytes += sizeof(option) + option.size();
+  for (const auto& finding : r.compile.precision_findings) bytes += sizeof(finding) + finding.size();
+  for (const auto& trial : r.trials) bytes += sizeof(trial) + trial.seed_id.size() + trial.failure.size();
+  for (const auto& flag : r.flags) bytes += sizeof(flag) + flag.size();
+  return bytes;
+}
+
 bool is_fast(const EvalRecord& r, double p) { return fast_event(r.outcome == Outcome::ok, r.speedup, p); }
 
 bool is_significantly_fast(const EvalRecord& r, double p) {
@@ -161,9 +176,12 @@ void to_json(Json& j, const EvalRecord& r) {
        {f::device, r.device},
        {f::kbrl_version, r.kbrl_version},
        {f::timestamp, r.timestamp}};
+  keep_exact_bytes(j);  // any bytes: a candidate's source, its compile log (json_text.h)
 }
 
-void from_json(const Json& j, EvalRecord& r) {
+void from_json(const Json& document, EvalRecord& r) {
+  Json j = document;
+  restore_exact_bytes(j);  // the exact bytes of strings that are not UTF-8 (json_text.h)
   const int version = j.at(f::schema_version).get<int>();
   KBRL_CHECK_INPUT(version >= 1 && version <= kEvalRecordSchemaVersion,
                    "record schema version {} is not one this kbrl reads (1 to {})", version,

@@ -15,7 +15,9 @@
 //    "device", "kbrl_version", "timestamp"}
 // where RuntimeStats is {"n", "median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "q1_ms",
 // "q3_ms", "iqr_ms"}. A non-finite number (a NaN error, say) is written as the string "nan",
-// "inf" or "-inf" and read back as that value.
+// "inf" or "-inf" and read back as that value. A string that is not UTF-8 (a candidate's bytes, a
+// compile log quoting them) is written with U+FFFD and its exact bytes beside it, as
+// "<field>_base64" (json_text.h), and read back as those bytes.
 #include <chrono>
 #include <optional>
 #include <string>
@@ -152,6 +154,10 @@ struct EvalRecord {
   std::string timestamp;  // UTC, ISO 8601 (utc_timestamp())
   bool operator==(const EvalRecord&) const = default;
 };
+
+/// About the bytes the record takes in memory (its strings and a fixed part): what a server's
+/// caches of records count against their budgets.
+size_t approximate_bytes(const EvalRecord& record);
 
 /// KernelBench's fast_p event for one record: correct (accepted) with speedup > p.
 bool is_fast(const EvalRecord& record, double p = 1.0);

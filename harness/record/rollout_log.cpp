@@ -1,5 +1,7 @@
 #include "rollout_log.h"
 
+#include "json_text.h"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -24,7 +26,12 @@ namespace {
 
 using Json = nlohmann::json;
 
-std::string compact(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+/// Compact JSON text; a string that is not UTF-8 is written valid with its exact bytes beside it, so
+/// two candidates differing only in such bytes have different keys.
+std::string compact(Json j) {
+  keep_exact_bytes(j);
+  return dump_lossy(j);
+}
 
 [[noreturn]] void throw_os(const std::string& call, int err) {
   throw ApiError("OS", call, fmt::format("{} (errno {})", std::strerror(err), err), __FILE__,

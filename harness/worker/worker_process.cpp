@@ -18,12 +18,6 @@
 namespace kbrl::detail {
 namespace {
 
-std::pair<UniqueFd, UniqueFd> make_pipe() {
-  int fds[2];
-  KBRL_POSIX_CHECK(::pipe2(fds, O_CLOEXEC));
-  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
-}
-
 void set_nonblocking(int fd) {
   const int flags = ::fcntl(fd, F_GETFL);
   KBRL_POSIX_CHECK(flags);
@@ -55,11 +49,6 @@ void set_nonblocking(int fd) {
 }
 
 }  // namespace
-
-void UniqueFd::reset() noexcept {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
 
 WorkerProcess spawn_worker_process(const std::vector<std::string>& argv) {
   KBRL_CHECK_INPUT(!argv.empty(), "a worker needs a program to run (argv is empty)");

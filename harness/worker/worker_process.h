@@ -9,29 +9,11 @@
 #include <utility>
 #include <vector>
 
+#include <kbrl/subprocess.h>
+
 namespace kbrl::detail {
 
-/// An owned file descriptor, closed on destruction. Move-only.
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  ~UniqueFd() { reset(); }
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-  void reset() noexcept;
-
- private:
-  int fd_ = -1;
-};
+using kbrl::UniqueFd;  // <kbrl/subprocess.h>
 
 /// A started worker: its pid (also its process group id) and the parent's ends of its pipes, all
 /// non-blocking and close-on-exec.
