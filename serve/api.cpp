@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <harness/record/json_text.h>
 #include <kbrl/error.h>
 #include <kernels/action.h>
 #include <kernels/candidate_file.h>
@@ -146,8 +147,9 @@ ApiError field_too_large(std::string message, std::string field) {
 ApiError not_found(std::string message) { return {404, "not_found", std::move(message), {}, false, 0}; }
 
 nlohmann::json error_json(const ApiError& error) {
-  Json e = {{"code", error.code}, {"message", error.message}, {"retryable", error.retryable}};
-  if (!error.field.empty()) e["field"] = error.field;
+  // A message or field may quote the request (a path, a parameter): any bytes, made UTF-8 here.
+  Json e = {{"code", error.code}, {"message", valid_utf8(error.message)}, {"retryable", error.retryable}};
+  if (!error.field.empty()) e["field"] = valid_utf8(error.field);
   return {{"error", e}};
 }
 

@@ -31,7 +31,8 @@ ApiError too_large(std::string message, std::string field = {});  // 413: the bo
 ApiError field_too_large(std::string message, std::string field);  // 400 too_large: one field over its limit
 ApiError not_found(std::string message);
 
-/// {"error": {"code", "message", "field", "retryable"}} (field only when there is one).
+/// {"error": {"code", "message", "field", "retryable"}} (field only when there is one); message
+/// and field made valid UTF-8 (json_text.h).
 nlohmann::json error_json(const ApiError& error);
 
 /// Thrown by the parsers below and by the scheduler; the server turns it into an answer.

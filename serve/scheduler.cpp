@@ -1,7 +1,6 @@
 #include "scheduler.h"
 
 #include <algorithm>
-#include <random>
 
 #include <fmt/format.h>
 
@@ -12,10 +11,6 @@ namespace {
 
 using Json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-// Async jobs are kept for GET /v1/jobs/{id} until more than this many items' records are kept;
-// then the oldest finished ones go (a job still running is never dropped).
-constexpr size_t kKeptJobItems = 65536;
 
 ApiError queue_full(size_t queued, size_t max) {
   return {429, "queue_full", fmt::format("the queue holds {} of at most {} items: retry later", queued, max),
@@ -158,8 +153,14 @@ struct Scheduler::Gpu {
 };
 
 Scheduler::Scheduler(EvalSettings defaults, SchedulerOptions options)
-    : defaults_(std::move(defaults)), options_(std::move(options)) {
+    : defaults_(std::move(defaults)),
+      options_(std::move(options)),
+      recent_(options_.recent_records, options_.recent_record_bytes),
+      jobs_(options_.kept_job_bytes) {
   KBRL_CHECK_INPUT(!options_.gpus.empty(), "the server needs at least one GPU (--gpus)");
+  for (size_t i = 0; i < options_.gpus.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      KBRL_CHECK_INPUT(options_.gpus[i] != options_.gpus[j], "GPU {} is listed twice (--gpus)", options_.gpus[i]);
   KBRL_CHECK_INPUT(options_.max_queue >= 1, "--max-queue must be at least 1");
   KBRL_CHECK_INPUT(options_.batch >= 1, "--batch must be at least 1");
   if (!options_.log.empty()) log_ = std::make_unique<RolloutLog>(options_.log);
@@ -174,11 +175,6 @@ Scheduler::Scheduler(EvalSettings defaults, SchedulerOptions options)
 
 Scheduler::~Scheduler() { drain(); }
 
-std::string Scheduler::new_job_id() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  return fmt::format("{:016x}", rng() ^ (++job_counter_ << 48));
-}
-
 std::shared_ptr<Job> Scheduler::submit(const std::string& client, std::vector<PreparedItem> items, Job::Done on_done) {
   if (draining_) throw ApiException(shutting_down());
   KBRL_ASSERT(!items.empty(), "a job without items");
@@ -188,32 +184,20 @@ std::shared_ptr<Job> Scheduler::submit(const std::string& client, std::vector<Pr
   std::lock_guard lock(mutex_);
   if (draining_) throw ApiException(shutting_down());
   if (queued_ + items.size() > options_.max_queue) throw ApiException(queue_full(queued_, options_.max_queue));
-  const bool on_done_set = static_cast<bool>(on_done);
-  auto job = std::make_shared<Job>(new_job_id(), client, items.size(), std::move(on_done));
+  const bool async = !on_done;
+  if (async) on_done = [this](const Job& finished) { jobs_.finished(finished); };
+  auto job = std::make_shared<Job>(random_job_id(), client, items.size(), std::move(on_done));
   auto& queue = queues_[client];
   for (size_t i = 0; i < items.size(); ++i)
     queue.push_back({job, i, std::make_shared<const PreparedItem>(std::move(items[i]))});
   queued_ += items.size();
-  if (!on_done_set) {  // an async job: kept to be polled
-    jobs_[job->id()] = job;
-    job_order_.push_back(job->id());
-    kept_items_ += job->total();
-    while (kept_items_ > kKeptJobItems && !job_order_.empty()) {
-      auto it = jobs_.find(job_order_.front());
-      if (!it->second->finished()) break;
-      kept_items_ -= it->second->total();
-      jobs_.erase(it);
-      job_order_.pop_front();
-    }
-  }
+  if (async) jobs_.add(job);  // kept to be polled, before a dispatcher can finish it
   work_.notify_all();
   return job;
 }
 
-std::shared_ptr<Job> Scheduler::job(const std::string& id) const {
-  std::lock_guard lock(mutex_);
-  auto it = jobs_.find(id);
-  return it == jobs_.end() ? nullptr : it->second;
+JobStore::Lookup Scheduler::find_job(const std::string& id, const std::string& client) const {
+  return jobs_.find(id, client);
 }
 
 void Scheduler::cancel(const std::shared_ptr<Job>& job, const ApiError& why) {
@@ -266,18 +250,6 @@ void Scheduler::dispatch(Gpu& gpu) {
   }
 }
 
-void Scheduler::remember(const std::string& key, const EvalRecord& record) {
-  // mutex_ held
-  if (options_.recent_records == 0) return;
-  if (auto it = recent_index_.find(key); it != recent_index_.end()) recent_.erase(it->second);
-  recent_.emplace_front(key, record);
-  recent_index_[key] = recent_.begin();
-  while (recent_.size() > options_.recent_records) {
-    recent_index_.erase(recent_.back().first);
-    recent_.pop_back();
-  }
-}
-
 void Scheduler::count_answered(Outcome outcome, int64_t n) {
   // mutex_ held
   metrics_.evaluations[std::string(to_string(outcome))] += n;
@@ -292,7 +264,7 @@ void Scheduler::answer(const std::string& key, const EvalRecord& record) {
       waiters = std::move(it->second);
       in_flight_.erase(it);
     }
-    remember(key, record);
+    recent_.remember(key, record);
     count_answered(record.outcome, static_cast<int64_t>(waiters.size()));
     metrics_.deduplicated += waiters.empty() ? 0 : static_cast<int64_t>(waiters.size()) - 1;
   }
@@ -332,8 +304,7 @@ void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
         std::optional<EvalRecord> known;
         {
           std::lock_guard lock(mutex_);
-          if (auto r = recent_index_.find(keyed.key); r != recent_index_.end()) {
-            known = r->second->second;
+          if ((known = recent_.find(keyed.key))) {
             count_answered(known->outcome, 1);
             metrics_.deduplicated += 1;
           } else if (auto f = in_flight_.find(keyed.key); f != in_flight_.end()) {
@@ -418,6 +389,8 @@ SchedulerMetrics Scheduler::metrics() const {
   m.queued = queued_;
   m.running = running_;
   for (const auto& g : gpus_) m.worker_restarts += g->restart_count;
+  m.recent_record_bytes = recent_.bytes();
+  m.kept_job_bytes = jobs_.finished_bytes();
   return m;
 }
 

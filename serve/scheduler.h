@@ -25,6 +25,8 @@
 #include <harness/record/rollout_log.h>
 
 #include "api.h"
+#include "job_store.h"
+#include "recent_records.h"
 
 namespace kbrl::serving {
 
@@ -35,6 +37,8 @@ struct SchedulerOptions {
   std::filesystem::path log;    // the rollout log every record goes to ("" = none)
   size_t evaluators_per_gpu = 4;  // distinct settings kept open per GPU (least recently used closed)
   size_t recent_records = 4096;   // records kept in memory to answer repeated items
+  size_t recent_record_bytes = 128u << 20;  // ... and their bytes at most
+  size_t kept_job_bytes = 128u << 20;  // finished async jobs' records kept for polling (oldest dropped)
 };
 
 /// One request's items and, as they finish, their records.
@@ -88,6 +92,8 @@ struct SchedulerMetrics {
   int64_t worker_restarts = 0;
   int64_t jobs_failed = 0;
   size_t gpus = 0;
+  size_t kept_job_bytes = 0;       // finished async jobs' records kept for polling
+  size_t recent_record_bytes = 0;  // records kept to answer repeated items
 };
 
 class Scheduler {
@@ -100,10 +106,13 @@ class Scheduler {
   /// Queues a job's items. Throws ApiException 429 queue_full (retryable, Retry-After) when they do
   /// not fit, 413 when more than max_queue items come at once, 503 shutting_down when draining.
   /// `on_done` runs once on a dispatcher thread when the job is done or failed. A job without one
-  /// (async) is kept for job() until newer jobs' records crowd it out; one with it is not.
+  /// (async) is kept for find_job() until newer finished jobs' records crowd it out
+  /// (SchedulerOptions::kept_job_bytes); one with it is not.
   std::shared_ptr<Job> submit(const std::string& client, std::vector<PreparedItem> items, Job::Done on_done = {});
-  /// An async job by id (finished ones are kept for a while); nullptr when unknown.
-  std::shared_ptr<Job> job(const std::string& id) const;
+  /// An async job as `client` sees it (its own only; "" sees all): the job, or whether it is gone.
+  JobStore::Lookup find_job(const std::string& id, const std::string& client) const;
+  /// Any client's async job by id; nullptr when unknown or gone.
+  std::shared_ptr<Job> job(const std::string& id) const { return find_job(id, "").job; }
   /// Removes a job's items that no dispatcher took yet and fails it (a client that gave up).
   void cancel(const std::shared_ptr<Job>& job, const ApiError& why);
 
@@ -134,9 +143,7 @@ class Scheduler {
   void dispatch(Gpu& gpu);
   void run_batch(Gpu& gpu, std::vector<Entry> batch);
   void answer(const std::string& key, const EvalRecord& record);
-  void remember(const std::string& key, const EvalRecord& record);
   void count_answered(Outcome outcome, int64_t n);  // records answered, for /metrics
-  std::string new_job_id();
 
   EvalSettings defaults_;
   SchedulerOptions options_;
@@ -152,12 +159,8 @@ class Scheduler {
   bool stopping_ = false;
   std::atomic<bool> draining_{false};
   std::unordered_map<std::string, std::vector<Waiter>> in_flight_;  // record key -> waiters
-  std::list<std::pair<std::string, EvalRecord>> recent_;  // most recent first
-  std::unordered_map<std::string, std::list<std::pair<std::string, EvalRecord>>::iterator> recent_index_;
-  std::map<std::string, std::shared_ptr<Job>> jobs_;
-  std::deque<std::string> job_order_;
-  size_t kept_items_ = 0;
-  uint64_t job_counter_ = 0;
+  RecentRecords recent_;
+  JobStore jobs_;
   SchedulerMetrics metrics_;
   std::vector<std::unique_ptr<Gpu>> gpus_;
 };

@@ -10,7 +10,11 @@
 #include <boost/beast/http.hpp>
 #include <fmt/format.h>
 
+#include <harness/record/json_text.h>
 #include <kbrl/error.h>
+
+#include "prometheus.h"
+#include "request_parts.h"
 
 namespace kbrl::serving {
 namespace {
@@ -25,98 +29,10 @@ using Response = http::response<http::string_body>;
 
 constexpr size_t kMaxHeaderBytes = 16 << 10;
 constexpr size_t kMaxClientName = 64;
+constexpr double kReserveReadTimeoutSeconds = 2;  // an idle connection in a reserve slot is closed sooner
 
-/// Splits "/path?a=1&b=2" into the path and its parameters (no percent-decoding: none of ours
-/// needs it).
-std::pair<std::string, std::map<std::string, std::string>> split_target(std::string_view target) {
-  std::map<std::string, std::string> params;
-  const size_t q = target.find('?');
-  const std::string path(target.substr(0, q));
-  if (q == std::string_view::npos) return {path, params};
-  std::string_view rest = target.substr(q + 1);
-  while (!rest.empty()) {
-    const size_t amp = rest.find('&');
-    const std::string_view pair = rest.substr(0, amp);
-    const size_t eq = pair.find('=');
-    if (!pair.empty()) params[std::string(pair.substr(0, eq))] = eq == std::string_view::npos ? "" : std::string(pair.substr(eq + 1));
-    if (amp == std::string_view::npos) break;
-    rest.remove_prefix(amp + 1);
-  }
-  return {path, params};
-}
-
-void check_params(const std::map<std::string, std::string>& params, std::initializer_list<std::string_view> known) {
-  for (const auto& [name, value] : params)
-    if (std::find(known.begin(), known.end(), name) == known.end())
-      throw ApiException(bad_request(fmt::format("unknown query parameter '{}'", name), name));
-}
-
-bool parse_flag(const std::map<std::string, std::string>& params, const std::string& name) {
-  auto it = params.find(name);
-  if (it == params.end()) return false;
-  if (it->second == "1") return true;
-  if (it->second == "0") return false;
-  throw ApiException(bad_request(fmt::format("{} must be 0 or 1, not '{}'", name, it->second), name));
-}
-
-bool is_hex_id(std::string_view id) {
-  return !id.empty() && id.size() <= 32 &&
-         std::all_of(id.begin(), id.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
-std::optional<int> parse_task_id(std::string_view text) {
-  if (text.empty() || text.size() > 6) return std::nullopt;
-  int id = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-    id = id * 10 + (c - '0');
-  }
-  return id;
-}
-
-/// Constant-time comparison of the bearer token.
-bool same_secret(std::string_view a, std::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
-  return diff == 0 && !b.empty();
-}
-
-std::string prometheus(const SchedulerMetrics& m, const std::map<int, int64_t>& requests) {
-  struct Single {
-    const char* name;
-    const char* type;
-    const char* help;
-    double value;
-  };
-  const Single singles[] = {
-      {"kbrl_queue_items", "gauge", "Items waiting for a GPU.", static_cast<double>(m.queued)},
-      {"kbrl_running_items", "gauge", "Items a GPU dispatcher holds.", static_cast<double>(m.running)},
-      {"kbrl_gpus", "gauge", "GPUs this server evaluates on.", static_cast<double>(m.gpus)},
-      {"kbrl_deduplicated_total", "counter", "Items answered by another item's evaluation.",
-       static_cast<double>(m.deduplicated)},
-      {"kbrl_compile_seconds_total", "counter", "NVRTC compile time of the evaluated candidates.", m.compile_seconds},
-      {"kbrl_gpu_seconds_total", "counter", "Time the GPU dispatchers spent evaluating (compile, check, time).",
-       m.gpu_seconds},
-      {"kbrl_kernel_seconds_total", "counter", "Timed runs of candidates and their paired references.",
-       m.kernel_seconds},
-      {"kbrl_worker_restarts_total", "counter", "GPU worker processes started again after a crash or timeout.",
-       static_cast<double>(m.worker_restarts)},
-      {"kbrl_jobs_failed_total", "counter", "Groups of items failed by an infrastructure fault.",
-       static_cast<double>(m.jobs_failed)},
-  };
-  std::string out;
-  auto header = [&out](std::string_view name, std::string_view type, std::string_view help) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
-  };
-  for (const Single& s : singles) {
-    header(s.name, s.type, s.help);
-    out += fmt::format("{} {}\n", s.name, s.value);
-  }
-  header("kbrl_evaluations_total", "counter", "Records answered, by outcome.");
-  for (const auto& [outcome, n] : m.evaluations) out += fmt::format("kbrl_evaluations_total{{outcome=\"{}\"}} {}\n", outcome, n);
-  header("kbrl_http_requests_total", "counter", "HTTP requests answered, by status.");
-  for (const auto& [status, n] : requests) out += fmt::format("kbrl_http_requests_total{{code=\"{}\"}} {}\n", status, n);
-  return out;
+std::chrono::milliseconds as_duration(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
 }  // namespace
@@ -131,10 +47,10 @@ bool is_loopback(const std::string& host) {
 struct Server::Impl {
   ServerOptions options;
   Scheduler& scheduler;
+  ConnectionCounter connections{options.connections};  // before ioc: sessions it destroys give slots back
   net::io_context ioc;
   tcp::acceptor acceptor{ioc};
   net::signal_set signals{ioc};
-  std::atomic<size_t> connections{0};
   std::atomic<int> stop_requests{0};
   // run() returns only on ioc.stop(), after the drain has answered everything: not when the io
   // context runs out of handlers (the acceptor closed and no session open, while jobs still run).
@@ -162,26 +78,50 @@ struct Server::Impl {
 
 class Server::Impl::Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(Impl& server, tcp::socket socket) : server_(server), stream_(std::move(socket)) {
-    boost::system::error_code ec;
-    const auto peer = stream_.socket().remote_endpoint(ec);
-    peer_ = ec ? "unknown" : peer.address().to_string();
-    ++server_.connections;
-  }
-  ~Session() { --server_.connections; }
+  Session(Impl& server, tcp::socket socket, std::string peer, std::unique_ptr<ConnectionCounter::Ticket> slot)
+      : server_(server), stream_(std::move(socket)), peer_(std::move(peer)), slot_(std::move(slot)) {}
 
   void start() { read(); }
 
  private:
+  bool in_reserve() const { return slot_->slot() == ConnectionCounter::Slot::reserve; }
+
+  double read_timeout() const {
+    return in_reserve() ? std::min(server_.options.read_timeout_seconds, kReserveReadTimeoutSeconds)
+                        : server_.options.read_timeout_seconds;
+  }
+
   void read() {
     parser_.emplace();
     parser_->body_limit(server_.options.limits.max_body_bytes);
     parser_->header_limit(kMaxHeaderBytes);
-    stream_.expires_after(std::chrono::milliseconds(static_cast<int64_t>(server_.options.read_timeout_seconds * 1000)));
+    stream_.expires_after(as_duration(read_timeout()));
     http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::on_read, shared_from_this()));
   }
 
-  void on_read(beast::error_code ec, size_t) {
+  /// Runs a handler; what it throws ends this request with an error answer, or, when even that
+  /// fails, closes the connection: never the server.
+  template <typename Handler>
+  void guarded(Handler&& handler) {
+    try {
+      try {
+        handler();
+      } catch (const ApiException& e) {
+        send_error(e.error(), request_.keep_alive());
+      } catch (const std::exception& e) {
+        send_error({500, "internal", fmt::format("internal error: {}", e.what()), {}, true, 0}, false);
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "kbrl serve: a request from %s failed: %s\n", peer_.c_str(), e.what());
+      close();
+    }
+  }
+
+  void on_read(beast::error_code ec, size_t bytes) {
+    guarded([&] { handle_read(ec, bytes); });
+  }
+
+  void handle_read(beast::error_code ec, size_t) {
     if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::operation_aborted ||
         ec == net::error::connection_reset || ec == net::error::eof)
       return close();
@@ -192,13 +132,7 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
     if (ec) return send_error(bad_request(fmt::format("not an HTTP/1.1 request: {}", ec.message())), false);
     stream_.expires_never();  // an evaluation may take long; the request timeout covers it
     request_ = parser_->release();
-    try {
-      route();
-    } catch (const ApiException& e) {
-      send_error(e.error(), request_.keep_alive());
-    } catch (const std::exception& e) {
-      send_error({500, "internal", fmt::format("internal error: {}", e.what()), {}, true, 0}, request_.keep_alive());
-    }
+    route();
   }
 
   void route() {
@@ -210,6 +144,14 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
       if (method != verb)
         throw ApiException(ApiError{405, "method_not_allowed", fmt::format("{} takes {} only", path, allow), {}, false, 0});
     };
+    if (in_reserve() && path != "/healthz" && !(has_token() && token_matches())) {
+      allow_.clear();
+      request_.keep_alive(false);
+      throw ApiException(ApiError{503, "too_many_connections",
+                                  "this server holds as many connections as it takes (from your address or in all): "
+                                  "close idle ones and retry",
+                                  {}, true, 1});
+    }
     if (path == "/healthz") {
       only(http::verb::get, "GET");
       check_params(params, {});
@@ -249,9 +191,14 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
       only(http::verb::get, "GET");
       check_params(params, {});
       const std::string id(p.substr(9));
-      auto job = is_hex_id(id) ? server_.scheduler.job(id) : nullptr;
-      if (!job) throw ApiException(not_found(fmt::format("no job '{}' (jobs are kept a while after they finish)", id)));
-      return send_json(200, job->to_json());
+      const JobStore::Lookup found = is_hex_id(id) ? server_.scheduler.find_job(id, client()) : JobStore::Lookup{};
+      if (found.gone)
+        throw ApiException(ApiError{410, "gone", fmt::format("job '{}' finished and was dropped to make room for newer "
+                                                             "ones: poll sooner, or evaluate its items again", id),
+                                    {}, false, 0});
+      if (!found.job)
+        throw ApiException(not_found(fmt::format("no job '{}' of yours (jobs are kept a while after they finish)", id)));
+      return send_json(200, found.job->to_json());
     }
     if (p.starts_with("/v1/tasks/") && p.ends_with("/prompt")) {
       only(http::verb::get, "GET");
@@ -265,13 +212,15 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
     throw ApiException(not_found(fmt::format("no such path: {} (GET /v1/openapi.json lists the API)", path)));
   }
 
-  void authorize() {
-    const std::string& token = server_.options.token;
-    if (token.empty()) return;
+  bool has_token() const { return !server_.options.token.empty(); }
+
+  bool token_matches() const {
     const auto header = request_[http::field::authorization];
-    constexpr std::string_view bearer = "Bearer ";
-    if (header.size() <= bearer.size() || std::string_view(header.data(), bearer.size()) != bearer ||
-        !same_secret(std::string_view(header.data() + bearer.size(), header.size() - bearer.size()), token))
+    return bearer_matches(std::string_view(header.data(), header.size()), server_.options.token);
+  }
+
+  void authorize() {
+    if (has_token() && !token_matches())
       throw ApiException(ApiError{401, "unauthorized", "this server needs 'Authorization: Bearer <token>'", {}, false, 0});
   }
 
@@ -296,14 +245,15 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
       Json body;
       if (!error) body = {{"records", done.records()}};
       net::post(executor, [self, error = std::move(error), body = std::move(body)]() mutable {
-        self->deadline_.reset();
-        if (error) return self->send_error(*error, self->request_.keep_alive());
-        self->send_json(200, body);
+        self->guarded([&] {
+          self->deadline_.reset();
+          if (error) return self->send_error(*error, self->request_.keep_alive());
+          self->send_json(200, body);
+        });
       });
     });
     deadline_.emplace(stream_.get_executor());
-    deadline_->expires_after(
-        std::chrono::milliseconds(static_cast<int64_t>(server_.options.request_timeout_seconds * 1000)));
+    deadline_->expires_after(as_duration(server_.options.request_timeout_seconds));
     deadline_->async_wait([self, job](beast::error_code ec) {
       if (ec) return;  // answered in time
       self->server_.scheduler.cancel(
@@ -314,13 +264,15 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
     });
   }
 
-  void send_json(int status, const Json& body) { send(status, body.dump(), "application/json"); }
+  // dump_lossy: a string that is not UTF-8 (none should be left: records keep their exact bytes
+  // beside, json_text.h) is written with U+FFFD rather than throwing.
+  void send_json(int status, const Json& body) { send(status, dump_lossy(body), "application/json"); }
 
   void send_error(const ApiError& error, bool keep_alive) {
     auto res = std::make_shared<Response>(static_cast<http::status>(error.status), 11);
     if (error.retry_after_seconds > 0) res->set(http::field::retry_after, std::to_string(error.retry_after_seconds));
     if (error.status == 405) res->set(http::field::allow, allow_);
-    write(std::move(res), error_json(error).dump(), "application/json", keep_alive);
+    write(std::move(res), dump_lossy(error_json(error)), "application/json", keep_alive);
   }
 
   void send(int status, std::string body, std::string_view type) {
@@ -335,7 +287,7 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
     res->keep_alive(keep_alive && !server_.scheduler.draining());
     res->body() = std::move(body);
     res->prepare_payload();
-    stream_.expires_after(std::chrono::milliseconds(static_cast<int64_t>(server_.options.read_timeout_seconds * 1000)));
+    stream_.expires_after(as_duration(read_timeout()));
     http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, size_t) {
       if (ec || !res->keep_alive()) return self->close();
       self->read();
@@ -350,10 +302,11 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
 
   Impl& server_;
   beast::tcp_stream stream_;
+  std::string peer_;
+  std::unique_ptr<ConnectionCounter::Ticket> slot_;  // its place among the open connections
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   Request request_;
-  std::string peer_;
   std::string allow_;  // the methods of the path being answered (a 405's Allow header)
   std::optional<net::steady_timer> deadline_;
 };
@@ -362,11 +315,14 @@ void Server::Impl::accept() {
   acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
     if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
     if (!ec) {
-      if (connections >= options.max_connections) {
-        boost::system::error_code ignored;
-        socket.close(ignored);  // over the limit: refused at once, the client retries
+      boost::system::error_code peer_ec;
+      const auto peer = socket.remote_endpoint(peer_ec);
+      std::string address = peer_ec ? "unknown" : peer.address().to_string();
+      if (auto slot = connections.admit(address)) {
+        std::make_shared<Session>(*this, std::move(socket), std::move(address), std::move(slot))->start();
       } else {
-        std::make_shared<Session>(*this, std::move(socket))->start();
+        boost::system::error_code ignored;
+        socket.close(ignored);  // over every limit: refused at once, the client retries
       }
     }
     accept();
@@ -403,6 +359,13 @@ Server::Server(ServerOptions options, Scheduler& scheduler) : impl_(std::make_un
   KBRL_CHECK_INPUT(is_loopback(o.host) || !o.token.empty(),
                    "binding {} (not loopback) needs a bearer token: give --token-file", o.host);
   KBRL_CHECK_INPUT(o.http_threads >= 1, "the server needs at least one HTTP thread");
+  constexpr double kMaxTimeout = 1e7;  // seconds (115 days): more overflows the timers
+  KBRL_CHECK_INPUT(o.request_timeout_seconds > 0 && o.request_timeout_seconds <= kMaxTimeout,
+                   "--request-timeout {}: must be a positive number of seconds, at most {}", o.request_timeout_seconds,
+                   kMaxTimeout);
+  KBRL_CHECK_INPUT(o.read_timeout_seconds > 0 && o.read_timeout_seconds <= kMaxTimeout,
+                   "the read timeout {} must be a positive number of seconds, at most {}", o.read_timeout_seconds,
+                   kMaxTimeout);
   boost::system::error_code ec;
   const auto address = net::ip::make_address(o.host == "localhost" ? "127.0.0.1" : o.host, ec);
   KBRL_CHECK_INPUT(!ec, "--host {}: not an IP address ({})", o.host, ec.message());
@@ -434,9 +397,20 @@ void Server::run(bool handle_signals) {
     impl_->signals.async_wait(on_signal);
   }
   impl_->accept();
+  // A handler that throws past its own guard leaves ioc.run(): report it and go on serving.
+  auto serve = [this] {
+    for (;;) {
+      try {
+        impl_->ioc.run();
+        return;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "kbrl serve: a handler failed (the server goes on): %s\n", e.what());
+      }
+    }
+  };
   std::vector<std::thread> threads;
-  for (int i = 1; i < impl_->options.http_threads; ++i) threads.emplace_back([this] { impl_->ioc.run(); });
-  impl_->ioc.run();
+  for (int i = 1; i < impl_->options.http_threads; ++i) threads.emplace_back(serve);
+  serve();
   for (auto& t : threads) t.join();
   impl_->join_drainer();
 }

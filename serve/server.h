@@ -6,6 +6,7 @@
 #include <string>
 
 #include "api.h"
+#include "connection_limits.h"
 #include "scheduler.h"
 
 namespace kbrl::serving {
@@ -18,7 +19,7 @@ struct ServerOptions {
   int http_threads = 4;
   double read_timeout_seconds = 30;       // a request's header and body must arrive within this
   double request_timeout_seconds = 3600;  // a synchronous evaluate waits at most this (then 504)
-  size_t max_connections = 1024;
+  ConnectionLimits connections;           // open connections, in all and per peer (connection_limits.h)
 };
 
 /// The OpenAPI 3.0 document of the API (serve/openapi.json, embedded at build time).
@@ -29,8 +30,8 @@ bool is_loopback(const std::string& host);
 
 class Server {
  public:
-  /// Binds and listens. Throws InputError for a non-loopback host without a token, an unusable
-  /// address or a port in use.
+  /// Binds and listens. Throws InputError for a non-loopback host without a token, a timeout that
+  /// is not a positive number of seconds, an unusable address or a port in use.
   Server(ServerOptions options, Scheduler& scheduler);
   ~Server();
   Server(const Server&) = delete;
@@ -39,7 +40,8 @@ class Server {
   uint16_t port() const;
   /// Serves until stop() or SIGINT/SIGTERM (when `handle_signals`): the first signal drains (no new
   /// jobs, what is queued finishes and is answered), a second hands queued items back (their
-  /// requests get 503 shutting_down) and stops after the running ones.
+  /// requests get 503 shutting_down) and stops after the running ones. A handler that throws ends
+  /// its request with a 500 or its connection, never the server (reported on stderr).
   void run(bool handle_signals = true);
   /// Asks run() to return after draining; safe from any thread.
   void stop(bool hand_back = false);

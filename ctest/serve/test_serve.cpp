@@ -22,6 +22,7 @@
 #include <kernels/generator.h>
 #include <reference/task_registry.h>
 
+#include "live_server.h"
 #include "serve_testing.h"
 
 namespace kbrl::serving {
@@ -40,76 +41,6 @@ size_t line_count(const fs::path& path) {
   size_t n = 0;
   for (std::string line; std::getline(in, line);) ++n;
   return n;
-}
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/kbrl-serve-test-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-/// A server on a free loopback port, run on a thread, stopped (drained) when destroyed.
-class TestServer {
- public:
-  TestServer(const fs::path& dir, SchedulerOptions scheduling = {}, ServerOptions serving = {},
-             std::string worker = KBRL_FAKE_GPU_WORKER) {
-    EvalSettings settings;
-    settings.worker_program = std::move(worker);
-    settings.cache_dir = dir / "compile-cache";
-    settings.secret = 7;
-    serving.port = 0;
-    scheduler_ = std::make_unique<Scheduler>(settings, scheduling);
-    server_ = std::make_unique<Server>(serving, *scheduler_);
-    url_ = "http://127.0.0.1:" + std::to_string(server_->port());
-    thread_ = std::thread([this] { server_->run(/*handle_signals=*/false); });
-  }
-  ~TestServer() { stop(); }
-  void stop() {
-    if (!thread_.joinable()) return;
-    server_->stop();
-    thread_.join();
-  }
-  const std::string& url() const { return url_; }
-  Scheduler& scheduler() { return *scheduler_; }
-
- private:
-  std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<Server> server_;
-  std::string url_;
-  std::thread thread_;
-};
-
-HttpClient& http() {
-  static HttpClient client([] {
-    HttpOptions o;
-    o.retries = 0;
-    o.timeout_seconds = 300;
-    o.max_concurrent = 32;
-    return o;
-  }());
-  return client;
-}
-
-Json post(const std::string& url, const Json& body, long expect = 200, const std::vector<std::string>& headers = {}) {
-  const HttpResponse r = http().post_json(url, body.dump(), headers);
-  EXPECT_EQ(r.status, expect) << r.body.substr(0, 500);
-  return Json::parse(r.body, nullptr, false);
-}
-
-Json get(const std::string& url, long expect = 200, const std::vector<std::string>& headers = {}) {
-  const HttpResponse r = http().get(url, headers);
-  EXPECT_EQ(r.status, expect) << r.body.substr(0, 500);
-  return Json::parse(r.body, nullptr, false);
 }
 
 /// A runs file the fake worker appends to; set before the server starts its workers.
