@@ -1,7 +1,6 @@
 // `kbrl eval` (one candidate file, with a human summary), `kbrl replay` (re-evaluate a rollout log
 // and report agreement) and `kbrl worker` (the GPU worker process the evaluator starts).
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -10,10 +9,12 @@
 #include <kbrl/error.h>
 
 #include "commands.h"
+#include "json_output.h"
 #include "run_options.h"
 #include <harness/compile/compile.h>
 #include <harness/evaluator.h>
 #include <harness/worker/gpu_protocol.h>
+#include <harness/record/json_text.h>
 #include <harness/record/rollout_log.h>
 #include <kernels/action.h>
 #include <kernels/candidate_file.h>
@@ -38,8 +39,8 @@ EvalSettings settings_from(const EvalOptions& o) { return eval_settings(o.flags)
 /// The NVRTC target `kbrl eval` compiles for on a machine without a GPU when no --arch is given.
 constexpr const char* kDefaultCompileOnlyArch = "sm_90";
 
-/// The summary of one record; compile messages name `file` (the user's candidate file).
-void report(const EvalOptions& o, const EvalRecord& record);
+/// The summary, the --json file and the exit code of one evaluated candidate.
+void report(const EvalOptions& o, const EvalRecord& record, JsonOutputFile& json);
 
 void print_summary(const EvalRecord& r, const std::string& file) {
   std::cout << fmt::format("task {} ({}), scale {}\n", r.task_id, r.task_name, to_string(r.scale));
@@ -72,6 +73,8 @@ void print_summary(const EvalRecord& r, const std::string& file) {
 EvalRecord evaluate_on_server(const EvalOptions& o, const std::string& raw) {
   KBRL_CHECK_INPUT(o.flags.scale == "kernelbench" || o.flags.scale.empty(),
                    "--scale with --server: the server's scale applies (start it with --scale)");
+  KBRL_CHECK_INPUT(is_valid_utf8(raw), "--server: {} is not UTF-8 text, which is all a JSON request carries: "
+                   "evaluate it here (without --server)", o.kernel);
   serving::ClientOptions client;
   client.urls = serving::parse_server_urls(o.server);
   client.token = serving::read_token_file(o.token_file);
@@ -82,10 +85,11 @@ EvalRecord evaluate_on_server(const EvalOptions& o, const std::string& raw) {
 }
 
 void run_eval(const EvalOptions& o) {
+  JsonOutputFile json(o.json_path, o.kernel);  // refused or failing before anything is evaluated
   if (!o.server.empty()) {
     const EvalRecord record = evaluate_on_server(o, read_candidate_file(o.kernel));
     if (!o.log_path.empty()) RolloutLog(o.log_path).append(record);
-    return report(o, record);
+    return report(o, record, json);
   }
   const TaskSpec spec = task_spec(o.task, parse_scale(o.flags.scale));
   // Read once (a regular file of at most 16 MiB, else InputError): the record's raw action is the
@@ -106,19 +110,14 @@ void run_eval(const EvalOptions& o) {
     log = std::make_unique<RolloutLog>(o.log_path);
     evaluator.attach_log(log.get());
   }
-  report(o, evaluator.evaluate(candidate, raw));
+  report(o, evaluator.evaluate(candidate, raw), json);
 }
 
-/// The summary, the --json file and the exit code of one evaluated candidate.
-void report(const EvalOptions& o, const EvalRecord& record) {
+void report(const EvalOptions& o, const EvalRecord& record, JsonOutputFile& json) {
   print_summary(record, o.kernel);
-  if (!o.json_path.empty()) {
-    std::ofstream out(o.json_path);
-    KBRL_CHECK_INPUT(out.good(), "cannot write {}", o.json_path);
-    out << nlohmann::json(record).dump(2) << "\n";
-    out.close();
-    if (!out) throw Error(fmt::format("writing {} failed", o.json_path));
-  }
+  // The record's strings are UTF-8, with the exact bytes of any that were not beside them
+  // (json_text.h): a candidate file in any encoding is written.
+  if (!o.json_path.empty()) json.write(nlohmann::json(record).dump(2) + "\n");
   // The candidate's verdict is the exit code: 0 correct (or, compiling only, compiled), 4 anything else.
   if (record.outcome != Outcome::ok && record.outcome != Outcome::not_run)
     command_exit_code() = kExitCandidateFailed;
@@ -175,13 +174,19 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--kernel", o->kernel, "candidate .cu file with `// kbrl:` launch lines")
       ->required()->check(CLI::ExistingFile);
   cmd->add_option("--scale", o->flags.scale, "kernelbench or small")->capture_default_str();
-  cmd->add_option("--json", o->json_path, "write the full record as JSON here");
+  cmd->add_option("--json", o->json_path,
+                  "write the full record as JSON here (not the --kernel file; opened before evaluating: a file "
+                  "that cannot be opened or written exits 1)");
   cmd->add_option("--log", o->log_path, "append the record to this rollout log (JSONL)");
   cmd->add_option("--server", o->server,
                   "evaluate on a kbrl serve instead of here: http://host:port (several, comma-separated, "
                   "are tried in turn)");
   cmd->add_option("--token-file", o->token_file, "a file holding the server's bearer token");
   add_eval_options(cmd, *o);
+  cmd->footer(
+      "Exit codes: 0 correct (compiling only: compiled), 4 evaluated and not correct, 2 bad input (nothing "
+      "evaluated), 1 a fault of the machine or the harness, or a --json file that cannot be opened or written, "
+      "3 a bug in kbrl.");
   cmd->callback([o] { run_eval(*o); });
 }
 

@@ -16,9 +16,9 @@ struct CliResult {
   std::string output;  // stdout and stderr together
 };
 
-inline CliResult run_cli(const std::string& args) {
+/// Runs a shell command line, capturing its output and exit status.
+inline CliResult run_shell(const std::string& command) {
   CliResult result;
-  const std::string command = std::string(KBRL_CLI) + " " + args + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return result;
   std::array<char, 4096> buffer{};
@@ -27,6 +27,18 @@ inline CliResult run_cli(const std::string& args) {
   const int raw = pclose(pipe);
   result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
   return result;
+}
+
+inline CliResult run_cli(const std::string& args) {
+  return run_shell(std::string(KBRL_CLI) + " " + args + " 2>&1");
+}
+
+/// run_cli under `timeout` (exit 124 when it runs longer) and, with `limits`, shell limits (e.g.
+/// "ulimit -d 8388608"): a regression that hangs, reads without end or serves until killed fails
+/// the test instead of the machine.
+inline CliResult run_cli_bounded(const std::string& args, const std::string& limits = "", int seconds = 60) {
+  return run_shell((limits.empty() ? "" : limits + "; ") + "exec timeout " + std::to_string(seconds) + " " +
+                   std::string(KBRL_CLI) + " " + args + " 2>&1");
 }
 
 /// A fresh (removed, then created when `create`) directory for one test of `suite`, under the

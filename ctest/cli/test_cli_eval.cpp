@@ -12,6 +12,8 @@
 
 #include "cli_testing.h"
 #include <harness/gpu/gpu_session.h>
+#include <harness/record/eval_record.h>
+#include <nlohmann/json.hpp>
 
 namespace kbrl::testing {
 namespace {
@@ -40,31 +42,6 @@ TEST(CliEval, BadInputFailsClearly) {
   r = run_cli("eval --task 19 --kernel " + bad);
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find(":1:"), std::string::npos) << r.output;
-}
-
-/// run_cli under `timeout 60` and, with `limits`, shell limits (e.g. "ulimit -d 8388608"): a
-/// regression that hangs or reads without end fails the test instead of the machine.
-CliResult run_cli_bounded(const std::string& args, const std::string& limits = "") {
-  CliResult result;
-  const std::string command = (limits.empty() ? "" : limits + "; ") + "exec timeout 60 " +
-                              std::string(KBRL_CLI) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return result;
-  char buffer[4096];
-  size_t n = 0;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
-  const int raw = pclose(pipe);
-  result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return result;
-}
-
-// kbrl serve shares the eval flags but picks its GPUs with --gpus: --device is refused, not ignored
-// (bounded: a server that starts anyway would listen until killed).
-TEST(CliEval, ServeRefusesDevice) {
-  const CliResult r = run_cli_bounded("serve --compile-only --port 0 --device 1");
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.output.find("--device 1: kbrl serve picks its GPUs with --gpus (e.g. --gpus 1)"), std::string::npos)
-      << r.output;
 }
 
 // --kernel takes a regular file of at most 16 MiB: /dev/zero used to be read without end and a
@@ -156,6 +133,76 @@ TEST(CliEval, RunnableCandidateWithoutAGpuCompilesAndSaysSo) {
   r = run_cli("eval --task 19 --arch sm_80 --kernel " + kernel("known_good/relu.cu"));
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("compiled for sm_80"), std::string::npos) << r.output;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// `--json` naming the kernel file used to overwrite the kernel with the record. Now refused (exit 2)
+// before evaluating, by any name of the file, and the kernel is left as it was.
+TEST(CliEval, JsonNamingTheKernelFileIsRefused) {
+  const auto dir = fresh_dir("kbrl-cli-json", "self");
+  const std::string file = (dir / "relu.cu").string();
+  std::filesystem::copy_file(kernel("known_good/relu.cu"), file);
+  const std::string before = read_bytes(file);
+  for (const std::string& json : {file, (dir / "." / "relu.cu").string(), (dir / ".." / "self" / "relu.cu").string()}) {
+    const CliResult r = run_cli("eval --task 19 --arch sm_90 --kernel " + file + " --json " + json);
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("kbrl: error: --json " + json + " is the kernel file being evaluated"), std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("outcome"), std::string::npos) << "refused before evaluating: " << r.output;
+    EXPECT_EQ(read_bytes(file), before);
+  }
+}
+
+// A --json file that cannot be written: a missing folder used to exit 2 after evaluating, /dev/full
+// 1. Both exit 1 now (as a failed write to stdout does, `kbrl eval --help` says so); the missing
+// folder before anything is evaluated.
+TEST(CliEval, AJsonFileThatCannotBeWrittenExits1) {
+  const std::string relu = kernel("known_good/relu.cu");
+  auto r = run_cli("eval --task 19 --arch sm_90 --kernel " + relu + " --json /no/such/folder/r.json");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("kbrl: error: cannot open --json file /no/such/folder/r.json: No such file or directory"),
+            std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("outcome"), std::string::npos) << "failed before evaluating: " << r.output;
+  r = run_cli("eval --task 19 --arch sm_90 --kernel " + relu + " --json /dev/full");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("kbrl: error: writing the record to the --json file /dev/full: No space left on device"),
+            std::string::npos) << r.output;
+  EXPECT_NE(run_cli("eval --help").output.find("a --json file that cannot be opened or written"), std::string::npos);
+}
+
+// A candidate file that is not UTF-8, and plain-ASCII ones that put raw bytes into NVRTC's log (a
+// #line file name, a #pragma message): `kbrl eval --json` used to exit 3 (the record did not
+// encode). Now each exits per its outcome, and the JSON keeps the file's exact bytes.
+TEST(CliEval, BytesThatAreNotUtf8AreWrittenToTheJsonRecord) {
+  const auto dir = fresh_dir("kbrl-cli-json", "bytes");
+  const std::string relu = read_bytes(kernel("known_good/relu.cu"));
+  const std::string json = (dir / "r.json").string();
+  struct Case {
+    std::string name, text;
+    int status;
+  };
+  const Case cases[] = {
+      {"latin1.cu", "// caf\xe9 \xff\n" + relu, 0},
+      {"pragma.cu", relu + "#pragma message(\"\\xff\\xfe\")\n", 0},
+      {"line.cu", "// kbrl: launch k grid=1 block=32 args=in:x,out:y\n#line 1 \"\\xff.cu\"\n"
+                  "extern \"C\" __global__ void k(const float* x, float* y) { nonsense }\n", 4},
+  };
+  for (const Case& c : cases) {
+    const std::string file = (dir / c.name).string();
+    std::ofstream(file, std::ios::binary) << c.text;
+    const CliResult r = run_cli("eval --task 19 --arch sm_90 --kernel " + file + " --json " + json);
+    EXPECT_EQ(r.status, c.status) << c.name << ": " << r.output;
+    const nlohmann::json record = nlohmann::json::parse(read_bytes(json), nullptr, false);
+    ASSERT_TRUE(record.is_object()) << c.name;
+    if (c.name == "latin1.cu") {
+      ASSERT_TRUE(record.contains("raw_action_base64")) << record.dump().substr(0, 300);
+      EXPECT_EQ(record_from_json(record).raw_action, c.text);
+    }
+  }
 }
 
 TEST(CliContract, VersionErrorsAndExitCodes) {
