@@ -14,7 +14,7 @@
 namespace kbrl::serving {
 namespace {
 
-constexpr size_t kGoneIds = 65536;  // ids of dropped jobs remembered for a 410 (about 4 MiB)
+constexpr size_t kGoneIds = 65536;  // ids of dropped jobs remembered for a 410 (10 MiB at most)
 
 size_t job_bytes(const Job& job) {
   size_t bytes = sizeof(Job) + job.id().size() + job.client().size();

@@ -24,6 +24,11 @@ class ServeProcess {
  public:
   /// Starts `kbrl serve --host 127.0.0.1 --port 0 <args>` and reads the port from its first line.
   explicit ServeProcess(const std::vector<std::string>& args) {
+    std::vector<std::string> all = {KBRL_CLI, "serve", "--host", "127.0.0.1", "--port", "0"};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;  // built before fork: the child only dup2s and execs
+    for (std::string& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
     int out[2];
     if (::pipe(out) != 0) return;
     pid_ = ::fork();
@@ -31,11 +36,6 @@ class ServeProcess {
       ::dup2(out[1], 1);
       ::close(out[0]);
       ::close(out[1]);
-      std::vector<std::string> all = {KBRL_CLI, "serve", "--host", "127.0.0.1", "--port", "0"};
-      all.insert(all.end(), args.begin(), args.end());
-      std::vector<char*> argv;
-      for (std::string& a : all) argv.push_back(a.data());
-      argv.push_back(nullptr);
       ::execv(argv[0], argv.data());
       ::_exit(127);
     }

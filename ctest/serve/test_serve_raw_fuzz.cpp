@@ -58,8 +58,11 @@ class RequestFuzzer {
   }
   std::string random_method() { return pick_of({"GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "G\xff", bytes(pick(8))}); }
   std::string random_target() {
-    return pick_of({"/healthz", "/v1/evaluate", "/v1/tasks/19/prompt", "/v1/tasks/" + text(pick(8)) + "/prompt",
-                    "/v1/jobs/" + text(pick(40)), "/" + bytes(pick(60)), "*", ""}) + query();
+    std::string target = pick_of({"/healthz", "/v1/evaluate", "/v1/tasks/19/prompt", "/v1/tasks/", "/v1/jobs/", "/", "*", ""});
+    if (target == "/v1/tasks/") target.append(text(pick(8))).append("/prompt");
+    if (target == "/v1/jobs/") target.append(text(pick(40)));
+    if (target == "/") target.append(bytes(pick(60)));
+    return target.append(query());
   }
   std::string query() {
     if (pick(3) == 0) return "";
