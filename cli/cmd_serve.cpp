@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "run_options.h"
+#include <harness/compile/compile_sandbox.h>
 #include <harness/gpu/cuda_driver.h>
 #include <harness/gpu/gpu_session.h>
 #include <serve/client.h>
@@ -29,6 +30,7 @@ struct ServeCommandOptions {
   int http_threads = 4;
   double request_timeout = 3600;
   bool compile_only = false;
+  bool allow_unconfined_compile = false;
   bool device_given = false;  // --device (an eval flag): serve picks its GPUs with --gpus
   EvalFlags flags;
 };
@@ -65,6 +67,14 @@ void run_serve(const ServeCommandOptions& o) {
   KBRL_CHECK_INPUT(!o.device_given, "--device {}: kbrl serve picks its GPUs with --gpus (e.g. --gpus {})",
                    o.flags.device, o.flags.device);
   EvalSettings settings = eval_settings(o.flags);
+  // Candidates come from anyone who can reach the server: their compiles must not read host files.
+  const SandboxSupport sandbox = probe_sandbox_support();
+  KBRL_CHECK_INPUT(sandbox.landlock_abi > 0 || o.allow_unconfined_compile,
+                   "this kernel cannot confine compiles ({}): a candidate's #include could read host files. "
+                   "Run kbrl serve where Landlock is enabled, or pass --allow-unconfined-compile if every "
+                   "client is trusted (docs/security.md)",
+                   sandbox.describe());
+  settings.compile_sandbox = sandbox.landlock_abi > 0 ? CompileSandbox::required : CompileSandbox::best_effort;
   if (o.compile_only) {
     settings.compile_only = true;
     if (settings.arch.empty()) settings.arch = "sm_90";
@@ -82,10 +92,11 @@ void run_serve(const ServeCommandOptions& o) {
   http_options.request_timeout_seconds = o.request_timeout;
   serving::Scheduler scheduler(settings, scheduling);
   serving::Server server(http_options, scheduler);
-  std::cerr << fmt::format("kbrl serve: listening on http://{}:{} ({} {}, {}{}); Ctrl-C drains\n", o.host, server.port(),
-                           scheduling.gpus.size(), o.compile_only ? "compile-only dispatcher" : "GPU(s)",
+  std::cerr << fmt::format("kbrl serve: listening on http://{}:{} ({} {}, {}{}); compiles {}; Ctrl-C drains\n", o.host,
+                           server.port(), scheduling.gpus.size(), o.compile_only ? "compile-only dispatcher" : "GPU(s)",
                            scheduling.log.empty() ? "no log" : "log " + scheduling.log.string(),
-                           http_options.token.empty() ? "" : ", bearer token required");
+                           http_options.token.empty() ? "" : ", bearer token required",
+                           sandbox.landlock_abi > 0 ? "confined (" + sandbox.describe() + ")" : "NOT confined");
   std::cout << fmt::format("{{\"listening\": \"http://{}:{}\"}}", o.host, server.port()) << std::endl;
   server.run();
   std::cerr << "kbrl serve: stopped\n";
@@ -107,6 +118,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--request-timeout", o->request_timeout,
                   "seconds a synchronous evaluate waits before 504 (its queued items are dropped)")
       ->capture_default_str();
+  cmd->add_flag("--allow-unconfined-compile", o->allow_unconfined_compile,
+                "serve even where the kernel cannot confine compiles (no Landlock): only for trusted clients");
   cmd->add_flag("--compile-only", o->compile_only,
                 "no GPU: compile and answer not_run (for --arch, default sm_90); for wiring a trainer on a CPU");
   cmd->add_option("--scale", o->flags.scale, "kernelbench or small")->capture_default_str();

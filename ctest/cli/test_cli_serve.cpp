@@ -34,5 +34,14 @@ TEST(CliServe, RefusesAGpuListedTwice) {
   EXPECT_NE(r.output.find("kbrl: error: GPU 0 is listed twice (--gpus)"), std::string::npos) << r.output;
 }
 
+// Where the kernel cannot confine compiles, kbrl serve refuses to start unless told that every client
+// is trusted.
+TEST(CliServe, RefusesToServeUnconfinedCompilesUnlessAllowed) {
+  const CliResult r = run_cli_bounded("serve --compile-only --port 0", "export KBRL_ASSUME_NO_LANDLOCK=1", 20);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("this kernel cannot confine compiles"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--allow-unconfined-compile"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace kbrl::testing
