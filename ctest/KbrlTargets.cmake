@@ -64,7 +64,8 @@ target_link_libraries(kbrl_torch_pch PRIVATE kbrl_warnings)
 kbrl_use_torch(kbrl_torch_pch)
 
 # kbrl_add_test(NAME name SOURCES ... [LIBS ...] [LABELS ...] [TIMEOUT s] [TORCH])
-# A GoogleTest executable registered with CTest, one CTest entry per executable.
+# A GoogleTest executable registered with CTest, one CTest entry per executable, run within its
+# budget (ctest/with_budget.sh).
 # GPU tests (label gpu) call GTEST_SKIP when no GPU is present; SKIP_REGULAR_EXPRESSION turns that
 # into a CTest skip, never a pass. Only gpu tests get it: a skipped unit test is a failure to look at.
 # GPU tests also hold the resource lock `gpu`: `ctest -j` never runs two at once (under ctest -j6 on
@@ -81,7 +82,10 @@ function(kbrl_add_test)
   if(T_TORCH)
     kbrl_use_torch(${T_NAME})
   endif()
-  add_test(NAME ${T_NAME} COMMAND ${T_NAME} --gtest_brief=1)
+  # ctest/with_budget.sh stops it 20 s before CTest's timeout, saying where its time went (each
+  # test case's start and end, stamped with the second).
+  math(EXPR _budget "${T_TIMEOUT} - 20")
+  add_test(NAME ${T_NAME} COMMAND bash ${PROJECT_SOURCE_DIR}/ctest/with_budget.sh ${_budget} $<TARGET_FILE:${T_NAME}>)
   set_tests_properties(${T_NAME} PROPERTIES
     LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
     ENVIRONMENT "KBRL_SOURCE_DIR=${PROJECT_SOURCE_DIR}")

@@ -29,7 +29,7 @@ set_tests_properties(llama_server_f32_start PROPERTIES LABELS llm TIMEOUT 120 FI
   FIXTURES_REQUIRED llm_f32_model)
 set_tests_properties(llama_server_f32_stop PROPERTIES LABELS llm TIMEOUT 60 FIXTURES_CLEANUP llama_server_f32)
 target_compile_definitions(test_lm_llm PRIVATE KBRL_LLM_F32_URL_FILE="${KBRL_LLM_F32_STATE_DIR}/url")
-set_tests_properties(test_lm_llm PROPERTIES FIXTURES_REQUIRED "llama_server;llama_server_f32")
+set_tests_properties(test_lm_llm PROPERTIES FIXTURES_REQUIRED "llama_server;llama_server_f32" RESOURCE_LOCK llama_server)
 # The language-model RL loop end to end on a GPU in one process: SFT warm start of a random model
 # (float32, CUDA) on the known-good ReLU body, then GRPO steps sampled, compiled and evaluated by
 # the real evaluator (skipped without a GPU). Figures to $KBRL_RESULTS_OUT/lm_gpu_e2e.csv when set.
