@@ -124,6 +124,12 @@ extern "C" __global__ void k(const float* x, float* y) {
       {"#/* a comment */include <stdio.h>\n", "#include <stdio.h> is not allowed"},
       {"%:include <stdio.h>\n", "#include <stdio.h> is not allowed"},
       {"#include <cuda_fp16.h\n", "only a literal"},
+      // A scanner without raw strings or digit separators saw a comment start here; NVRTC does not.
+      {"const char* s = R\"(\" /* )\";\n#include \"/etc/passwd\"\nconst char* t = \"*/\";\n",
+       "line 2: #include \"/etc/passwd\" is not allowed"},
+      {"const char* s = u8R\"x(\")x\" /* */;\n#include <stdio.h>\n", "line 2: #include <stdio.h> is not allowed"},
+      {"int a = 1'2; const char* s = \"'/*\";\n#include <stdio.h>\nconst char* t = \"*/\";\n",
+       "line 2: #include <stdio.h> is not allowed"},
   };
   for (const auto& [source, message] : refused) {
     const auto problem = check_source(source);
@@ -133,7 +139,9 @@ extern "C" __global__ void k(const float* x, float* y) {
   // What is not a directive is not refused.
   for (const char* fine : {"// #include <stdio.h>\n", "/*\n#include <stdio.h>\n*/\n",
                            "const char* s = \"#include <stdio.h>\";\n", "#pragma unroll\n",
-                           "#include <cuda_fp16.h> // #include <stdio.h>\n"}) {
+                           "#include <cuda_fp16.h> // #include <stdio.h>\n",
+                           "const char* s = R\"(\n#include <stdio.h>\n)\";\n",
+                           "long b = 0x1'F'2; /* '\n#include <stdio.h>\n*/\n"}) {
     EXPECT_FALSE(check_source(fine).has_value()) << fine << ": " << *check_source(fine);
   }
   const CompileResult r = compile(candidate_of(std::string("#include <stdio.h>\n") + kRelu));

@@ -24,6 +24,37 @@ std::string_view trim_left(std::string_view s) {
   return s;
 }
 
+bool identifier_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+/// Where the raw string literal whose opening quote is at `quote` ends (one past its closing quote),
+/// or npos when the quote does not open one: R, u8R, uR, UR or LR right before it, not the tail of
+/// a longer identifier, then a delimiter of at most 16 characters and '('.
+size_t raw_string_end(std::string_view text, size_t quote) {
+  if (quote == 0 || text[quote - 1] != 'R') return std::string_view::npos;
+  size_t start = quote - 1;  // the prefix's first character
+  for (std::string_view prefix : {"u8", "u", "U", "L"}) {
+    if (start >= prefix.size() && text.substr(start - prefix.size(), prefix.size()) == prefix) {
+      start -= prefix.size();
+      break;
+    }
+  }
+  if (start > 0 && identifier_char(text[start - 1])) return std::string_view::npos;
+  const size_t open = text.find('(', quote + 1);
+  if (open == std::string_view::npos || open - quote - 1 > 16) return std::string_view::npos;
+  const std::string close = ")" + std::string(text.substr(quote + 1, open - quote - 1)) + "\"";
+  const size_t end = text.find(close, open + 1);
+  return end == std::string_view::npos ? text.size() : end + close.size();
+}
+
+/// Whether the quote at `at` is a digit separator (1'000, 0x1'F): it follows a character of a
+/// number token, that is, a token that starts with a digit.
+bool digit_separator(std::string_view text, size_t at) {
+  size_t start = at;
+  while (start > 0 && (identifier_char(text[start - 1]) || text[start - 1] == '\'' || text[start - 1] == '.'))
+    --start;
+  return start < at && std::isdigit(static_cast<unsigned char>(text[start]));
+}
+
 }  // namespace
 
 std::span<const std::string_view> allowed_includes() { return kAllowedIncludes; }
@@ -62,9 +93,15 @@ std::string strip_comments(std::string_view source) {
           state = line_comment, out += "  ", ++i;
         } else if (c == '/' && next == '*') {
           state = block_comment, out += "  ", ++i;
+        } else if (const size_t end = c == '"' ? raw_string_end(joined, i) : std::string::npos;
+                   end != std::string::npos) {
+          // A raw string: no escapes, no comments, its lines are not directives.
+          out += c;
+          for (size_t k = i + 1; k < end; ++k) out += joined[k] == '\n' ? '\n' : ' ';
+          i = end - 1;
         } else {
           if (c == '"') state = string;
-          if (c == '\'') state = character;
+          if (c == '\'' && !digit_separator(joined, i)) state = character;
           out += c;
         }
         break;

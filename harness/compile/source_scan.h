@@ -14,8 +14,9 @@ inline constexpr size_t kMaxSourceBytes = 1u << 20;
 /// cuda_fp16.h needs an include path), so these resolve in the CUDA toolkit's include directory.
 std::span<const std::string_view> allowed_includes();
 
-/// The source with comments replaced by spaces (newlines kept, so line numbers still hold) and
-/// backslash-newline splices joined into one line followed by as many empty lines.
+/// The source with comments and raw string literals' contents replaced by spaces (newlines kept,
+/// so line numbers still hold) and backslash-newline splices joined into one line followed by as
+/// many empty lines. Digit separators (1'000) are not character literals.
 std::string strip_comments(std::string_view source);
 
 /// Why the source may not be compiled (too large, a NUL byte, an #include, #include_next, #import
