@@ -27,6 +27,7 @@ struct ServeCommandOptions {
   std::string log_dir;
   size_t max_queue = 4096;
   size_t batch = 64;
+  size_t client_batch = 0;
   int http_threads = 4;
   double request_timeout = 3600;
   bool compile_only = false;
@@ -83,6 +84,7 @@ void run_serve(const ServeCommandOptions& o) {
   scheduling.gpus = parse_gpus(o.gpus, o.compile_only);
   scheduling.max_queue = o.max_queue;
   scheduling.batch = o.batch;
+  scheduling.client_batch = o.client_batch;
   if (!o.log_dir.empty()) scheduling.log = std::filesystem::path(o.log_dir) / "rollouts.jsonl";
   serving::ServerOptions http_options;
   http_options.host = o.host;
@@ -114,6 +116,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--log", o->log_dir, "folder of the rollout log (rollouts.jsonl): a restart answers from it");
   cmd->add_option("--max-queue", o->max_queue, "items waiting at most (then 429)")->capture_default_str();
   cmd->add_option("--batch", o->batch, "items a GPU takes at once (compiled together)")->capture_default_str();
+  cmd->add_option("--client-batch", o->client_batch,
+                  "items of one client in a batch at most: bounds one client's compiles in flight per GPU "
+                  "(0: --batch)")->capture_default_str();
   cmd->add_option("--http-threads", o->http_threads, "threads answering HTTP")->capture_default_str();
   cmd->add_option("--request-timeout", o->request_timeout,
                   "seconds a synchronous evaluate waits before 504 (its queued items are dropped)")

@@ -6,6 +6,8 @@
 
 #include <kbrl/error.h>
 
+#include "fair_share.h"
+
 namespace kbrl::serving {
 namespace {
 
@@ -214,22 +216,8 @@ void Scheduler::cancel(const std::shared_ptr<Job>& job, const ApiError& why) {
 }
 
 std::vector<Scheduler::Entry> Scheduler::take_batch(std::unique_lock<std::mutex>&) {
-  // Fair share: one item from each client in turn, starting after the client served last.
-  std::vector<Entry> batch;
-  while (batch.size() < options_.batch && queued_ > 0) {
-    auto it = queues_.upper_bound(next_client_);
-    if (it == queues_.end()) it = queues_.begin();
-    while (it->second.empty()) {
-      it = queues_.erase(it);
-      if (it == queues_.end()) it = queues_.begin();
-    }
-    batch.push_back(std::move(it->second.front()));
-    it->second.pop_front();
-    --queued_;
-    next_client_ = it->first;
-    if (it->second.empty()) queues_.erase(it);
-  }
-  return batch;
+  const size_t per_client = options_.client_batch > 0 ? options_.client_batch : options_.batch;
+  return take_fair_batch(queues_, next_client_, queued_, options_.batch, per_client);
 }
 
 void Scheduler::dispatch(Gpu& gpu) {

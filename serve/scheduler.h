@@ -34,6 +34,7 @@ struct SchedulerOptions {
   std::vector<int> gpus = {0};  // device indices, one dispatcher each
   size_t max_queue = 4096;      // items waiting at most; more is 429 queue_full
   size_t batch = 64;            // items a dispatcher takes at once (compiled together)
+  size_t client_batch = 0;      // items of one client in one batch at most (0: batch)
   std::filesystem::path log;    // the rollout log every record goes to ("" = none)
   size_t evaluators_per_gpu = 4;  // distinct settings kept open per GPU (least recently used closed)
   size_t recent_records = 4096;   // records kept in memory to answer repeated items
