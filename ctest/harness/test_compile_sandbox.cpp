@@ -185,6 +185,30 @@ TEST(CompileChild, DiesWithItsParent) {
   fs::remove(job_file);
 }
 
+// The child's CPU-time limit stops a bomb by itself (RLIMIT_CPU: SIGXCPU, then SIGKILL), whatever the
+// parent's wall-time limit: here 1 CPU second, where the bomb needs minutes.
+TEST(CompileChild, CpuLimitStopsABomb) {
+  const fs::path job_file = fs::temp_directory_path() / fmt::format("kbrl-cpu-job-{}", getpid());
+  nvrtc_wire::ChildJob bomb;
+  bomb.job.source = macro_bomb();
+  bomb.job.options = nvrtc_options({}, CompileOptions{});
+  bomb.job.sandbox = CompileSandbox::best_effort;
+  bomb.cpu_seconds = 1;
+  std::ofstream(job_file, std::ios::binary) << nvrtc_wire::encode_job(bomb);
+  SpawnSpec spec;
+  spec.argv = {"/bin/bash", "-c", "\"$0\" $$ < \"$1\" 3>/dev/null; exit $?", nvrtc_child_path(), job_file.string()};
+  const auto start = std::chrono::steady_clock::now();
+  ChildProcess shell = spawn(spec);
+  const auto status = shell.wait_until(start + std::chrono::seconds(30));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fs::remove(job_file);
+  ASSERT_TRUE(status.has_value()) << "the bomb ran past 30 s: no CPU limit";
+  ASSERT_TRUE(WIFEXITED(*status));
+  const int code = WEXITSTATUS(*status);  // bash: 128 + the signal that ended kbrl-nvrtc
+  EXPECT_TRUE(code == 128 + SIGXCPU || code == 128 + SIGKILL) << "exit " << code;
+  EXPECT_LT(seconds, 10.0);
+}
+
 // A compile bomb costs its time limit once: the timeout is cached under its content key and limit.
 TEST(CompileChild, TimeoutIsCached) {
   const fs::path dir = fs::temp_directory_path() / fmt::format("kbrl-test-timeout-cache-{}", getpid());
