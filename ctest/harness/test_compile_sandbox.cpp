@@ -156,15 +156,23 @@ bool running(pid_t pid) {
   return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
 }
 
-// A parent killed mid-compile takes its compile child with it (the parent here: a shell that starts
-// kbrl-nvrtc on a compile bomb and waits).
-TEST(CompileChild, DiesWithItsParent) {
-  const fs::path job_file = fs::temp_directory_path() / fmt::format("kbrl-bomb-job-{}", getpid());
+/// A file holding a kbrl-nvrtc job that compiles the macro bomb (CPU limit `cpu_seconds`, 0: none),
+/// for starting the child by hand from a shell.
+fs::path write_bomb_job(const std::string& name, int64_t cpu_seconds) {
+  const fs::path file = fs::temp_directory_path() / fmt::format("{}-{}", name, getpid());
   nvrtc_wire::ChildJob bomb;
   bomb.job.source = macro_bomb();
   bomb.job.options = nvrtc_options({}, CompileOptions{});
   bomb.job.sandbox = CompileSandbox::best_effort;
-  std::ofstream(job_file, std::ios::binary) << nvrtc_wire::encode_job(bomb);
+  bomb.cpu_seconds = cpu_seconds;
+  std::ofstream(file, std::ios::binary) << nvrtc_wire::encode_job(bomb);
+  return file;
+}
+
+// A parent killed mid-compile takes its compile child with it (the parent here: a shell that starts
+// kbrl-nvrtc on a compile bomb and waits).
+TEST(CompileChild, DiesWithItsParent) {
+  const fs::path job_file = write_bomb_job("kbrl-bomb-job", 0);
   SpawnSpec spec;
   spec.argv = {"/bin/bash", "-c", "\"$0\" $$ < \"$1\" 3>/dev/null & wait", nvrtc_child_path(), job_file.string()};
   ChildProcess parent = spawn(spec);
@@ -188,13 +196,7 @@ TEST(CompileChild, DiesWithItsParent) {
 // The child's CPU-time limit stops a bomb by itself (RLIMIT_CPU: SIGXCPU, then SIGKILL), whatever the
 // parent's wall-time limit: here 1 CPU second, where the bomb needs minutes.
 TEST(CompileChild, CpuLimitStopsABomb) {
-  const fs::path job_file = fs::temp_directory_path() / fmt::format("kbrl-cpu-job-{}", getpid());
-  nvrtc_wire::ChildJob bomb;
-  bomb.job.source = macro_bomb();
-  bomb.job.options = nvrtc_options({}, CompileOptions{});
-  bomb.job.sandbox = CompileSandbox::best_effort;
-  bomb.cpu_seconds = 1;
-  std::ofstream(job_file, std::ios::binary) << nvrtc_wire::encode_job(bomb);
+  const fs::path job_file = write_bomb_job("kbrl-cpu-job", 1);
   SpawnSpec spec;
   spec.argv = {"/bin/bash", "-c", "\"$0\" $$ < \"$1\" 3>/dev/null; exit $?", nvrtc_child_path(), job_file.string()};
   const auto start = std::chrono::steady_clock::now();
