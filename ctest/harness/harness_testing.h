@@ -1,6 +1,6 @@
 #pragma once
 // Shared fixtures of the harness's unit tests: a fully populated evaluation record, and a
-// source-only candidate for the compile tests.
+// source-only candidate and a compile bomb for the compile tests.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -20,6 +20,15 @@ inline Candidate candidate_of(std::string source, std::vector<std::string> optio
   c.source = std::move(source);
   c.options = std::move(options);
   return c;
+}
+
+/// 2^28 tokens from 28 nested macros: a source whose compile never finishes (the time and CPU limits'
+/// tests).
+inline std::string macro_bomb() {
+  std::string s = "#define A0 y[0]\n";
+  for (int i = 1; i <= 28; ++i)
+    s += "#define A" + std::to_string(i) + " A" + std::to_string(i - 1) + "+A" + std::to_string(i - 1) + "\n";
+  return s + "extern \"C\" __global__ void k(float* y) { y[1] = A28; }\n";
 }
 
 /// A record with every field set (policy, runtime and reference present).

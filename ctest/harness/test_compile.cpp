@@ -20,6 +20,7 @@ bool contains(const std::string& text, const std::string& part) {
 }
 
 using testing::candidate_of;
+using testing::macro_bomb;
 
 const char* kRelu = R"(extern "C" __global__ void relu(const float* x, float* y, long long n) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -160,13 +161,6 @@ TEST(Compile, SizeLimitAndNul) {
   EXPECT_LT(r.seconds, 0.5);
   const CompileResult nul = compile(candidate_of(std::string(kRelu) + std::string(1, '\0') + "junk"));
   EXPECT_EQ(nul.error, "source contains a NUL byte");
-}
-
-// 2^28 tokens from 28 nested macros: the front end never finishes.
-std::string macro_bomb() {
-  std::string s = "#define A0 y[0]\n";
-  for (int i = 1; i <= 28; ++i) s += fmt::format("#define A{} A{}+A{}\n", i, i - 1, i - 1);
-  return s + "extern \"C\" __global__ void k(float* y) { y[1] = A28; }\n";
 }
 
 TEST(Compile, BombTimesOut) {

@@ -30,6 +30,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::candidate_of;
+using testing::macro_bomb;
 
 constexpr const char* kSecret = "kbrl_planted_secret_7f3a91";
 
@@ -140,12 +141,6 @@ std::vector<pid_t> compile_children_of(pid_t parent) {
   return pids;
 }
 
-
-std::string macro_bomb() {
-  std::string s = "#define A0 y[0]\n";
-  for (int i = 1; i <= 28; ++i) s += fmt::format("#define A{} A{}+A{}\n", i, i - 1, i - 1);
-  return s + "extern \"C\" __global__ void k(float* y) { y[1] = A28; }\n";
-}
 
 /// Whether `pid` exists and is not a zombie (a dead child waiting for whoever adopted it to reap it).
 bool running(pid_t pid) {
