@@ -6,11 +6,15 @@
 //   CPU: SmolLM2-135M-Instruct (KBRL_LLM_MODEL or .ci/setup-llm's file) in float32; llama-server from
 //        KBRL_LLM_URL (or the fixture's URL file) serving the same GGUF.
 //   GPU (when libtorch sees one): a randomly initialized Llama-shaped model (12 layers, hidden 768,
-//        bfloat16) with the same batch shapes.
+//        bfloat16) with the same batch shapes; and the decoder at the sizes RL samples at
+//        (BM_DecodeGpu): SmolLM2-135M's and Qwen2.5-1.5B's shapes in bfloat16, n completions of
+//        1,024 new tokens after one shared 1,100-token prompt, with CUDA graphs (arg 1) or eager
+//        steps (arg 0): the figures to set beside llama.cpp's CUDA build (`.ci/llamacpp-cuda`).
 // Counters: tokens/s = generated (or trained) completion tokens per second of wall time.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <map>
 
 #include <nlohmann/json.hpp>
 #include <policies/http_client.h>
@@ -141,6 +145,54 @@ void BM_TrainStepGpu1p5B(benchmark::State& state) {
 #endif
 }
 
+// The decoder alone on a GPU at RL's sizes: model shape (0 = SmolLM2-135M, 1 = Qwen2.5-1.5B; random
+// weights, bfloat16), n completions, CUDA graphs on (1) or off (0); a 1,100-token prompt, 1,024 new
+// tokens each. The first generate() of a shape (graph capture) is timed apart: `setup_s`.
+// `tokens/s` counts the tokens generated (a completion that draws an end token stops early, rarely
+// with random weights); `steps/s` the decoding steps of the batch.
+void BM_DecodeGpu(benchmark::State& state) {
+  if (!torch::cuda::is_available()) {
+    state.SkipWithError("no GPU visible");
+    return;
+  }
+  const char* shapes[] = {"smollm2-135m", "qwen2.5-1.5b"};
+  const int n = static_cast<int>(state.range(1));
+  const bool graphs = state.range(2) != 0;
+  static std::map<std::string, std::unique_ptr<LmPolicy>> policies;
+  const std::string spec = "lm:random:" + std::string(shapes[state.range(0)]) + ":1,device=cuda,dtype=bfloat16" +
+                           (graphs ? "" : ",graphs=off");
+  std::unique_ptr<LmPolicy>& p = policies[spec];
+  if (!p) {
+    for (auto& [k, other] : policies) other.reset();  // one model on the GPU at a time
+    p = std::make_unique<LmPolicy>(parse_lm_spec(spec));
+  }
+  LanguageModel* m = &p->model();
+  std::vector<int> prompt;
+  uint64_t rng = 5;
+  for (int i = 0; i < 1100; ++i) prompt.push_back(static_cast<int>(splitmix64(rng) % 256));
+  GenerateOptions g;
+  g.max_tokens = 1024;
+  g.temperature = 1.0;
+  const auto t0 = std::chrono::steady_clock::now();
+  m->generate(prompt, n, g);  // the shape's first call: buffers and graphs
+  torch::cuda::synchronize();
+  const double setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  int64_t tokens = 0, steps = 0;
+  for (auto _ : state) {
+    ++g.seed;
+    int64_t longest = 0;
+    for (const Generation& gen : m->generate(prompt, n, g)) {
+      tokens += static_cast<int64_t>(gen.tokens.size());
+      longest = std::max<int64_t>(longest, static_cast<int64_t>(gen.tokens.size()));
+    }
+    steps += longest;
+  }
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
+  state.counters["steps/s"] = benchmark::Counter(static_cast<double>(steps), benchmark::Counter::kIsRate);
+  state.counters["setup_s"] = setup;
+  state.counters["graphs"] = static_cast<double>(m->decoder_counters().graphs_captured);
+}
+
 // Decoding alone: a 16-token prompt, kMaxTokens new tokens per completion, through LanguageModel.
 void BM_DecodeCpu(benchmark::State& state) {
   LmPolicy* p = cpu_policy().get();
@@ -202,6 +254,18 @@ BENCHMARK(BM_LlamaServerSample)->Args({kCompletions, 1})->Args({kCompletions, 0}
 BENCHMARK(BM_TrainStepCpu)->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
 BENCHMARK(BM_SampleGpu)->Arg(1)->Arg(kCompletions)->Arg(64)->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
 BENCHMARK(BM_TrainStepGpu)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
+BENCHMARK(BM_DecodeGpu)
+    ->ArgNames({"shape", "n", "graphs"})
+    ->Args({0, 1, 1})
+    ->Args({0, 8, 1})
+    ->Args({0, 64, 1})
+    ->Args({0, 1, 0})
+    ->Args({0, 64, 0})
+    ->Args({1, 1, 1})
+    ->Args({1, 64, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(2)
+    ->UseRealTime();
 BENCHMARK(BM_TrainStepGpu1p5B)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <kbrl/error.h>
 #include <kbrl/splitmix64.h>
 
+#include "batch_decoder.h"
 #include "language_model.h"
 #include "llama_net.h"
 #include "sequence_scores.h"
@@ -61,12 +62,12 @@ SequenceScores score_sequences(LlamaNet& net, const std::vector<int>& prompt,
   const torch::Tensor targets = torch::tensor(flat, torch::kInt64).view({n, C}).to(net.device());
   out.mask = torch::from_blob(mask.data(), {n, C}, torch::kFloat32).to(net.device()).clone();
   LlamaNet::Prefix prefix;
-  const torch::Tensor hp = net.forward(ids_tensor(prompt, net.device()), 0, nullptr, nullptr, &prefix);
+  const torch::Tensor hp = net.forward(ids_tensor(prompt, net.device()), 0, nullptr, &prefix);
   const int64_t P = static_cast<int64_t>(prompt.size());
   // Completion token j is predicted from the hidden state before it: the prompt's last for j = 0.
   torch::Tensor before = hp.narrow(1, P - 1, 1).expand({n, 1, hp.size(2)});
   if (C > 1) {
-    const torch::Tensor hc = net.forward(targets.narrow(1, 0, C - 1), P, nullptr, &prefix);
+    const torch::Tensor hc = net.forward(targets.narrow(1, 0, C - 1), P, &prefix);
     before = torch::cat({before, hc}, 1);
   }
   const torch::Tensor logp = torch::log_softmax(net.logits(before) / temperature, -1);
@@ -90,7 +91,8 @@ LanguageModel::LanguageModel(const ModelFile& file, const ModelOptions& options)
       tokenizer_(file.tokenizer),
       chat_(file.chat),
       name_(file.name),
-      source_(file.source) {
+      source_(file.source),
+      decoder_(std::make_unique<BatchDecoder>(*net_, options.cuda_graphs)) {
   KBRL_CHECK_INPUT(tokenizer_.vocab_size() <= file.config.vocab_size, "{}: the tokenizer has {} tokens, the model {}",
                    file.source, tokenizer_.vocab_size(), file.config.vocab_size);
 }
@@ -101,7 +103,8 @@ LanguageModel::LanguageModel(const LlamaConfig& config, TokenizerData tokenizer,
       tokenizer_(std::move(tokenizer)),
       chat_(std::move(chat)),
       name_(fmt::format("random-llama-{}x{}", config.layers, config.hidden)),
-      source_(fmt::format("random weights (seed {})", seed)) {
+      source_(fmt::format("random weights (seed {})", seed)),
+      decoder_(std::make_unique<BatchDecoder>(*net_, options.cuda_graphs)) {
   KBRL_CHECK_INPUT(tokenizer_.vocab_size() <= config.vocab_size, "the tokenizer has {} tokens, the model {}",
                    tokenizer_.vocab_size(), config.vocab_size);
 }
@@ -111,6 +114,8 @@ LanguageModel::LanguageModel(LanguageModel&&) noexcept = default;
 
 const LlamaConfig& LanguageModel::config() const { return net_->config(); }
 LlamaNet& LanguageModel::net() { return *net_; }
+
+DecoderCounters LanguageModel::decoder_counters() const { return decoder_->counters(); }
 
 std::vector<Generation> LanguageModel::generate(const std::vector<int>& prompt, int n, const GenerateOptions& o) {
   KBRL_CHECK_INPUT(n >= 1, "generate needs n >= 1 (got {})", n);
@@ -122,70 +127,7 @@ std::vector<Generation> LanguageModel::generate(const std::vector<int>& prompt, 
   KBRL_CHECK_INPUT(P + o.max_tokens <= net_->config().context_length,
                    "the prompt ({} tokens) plus max_tokens ({}) exceed the model's context of {} tokens", P,
                    o.max_tokens, net_->config().context_length);
-  torch::NoGradGuard no_grad;
-  const torch::Device dev = net_->device();
-  // The prompt once (batch 1), its keys and values copied into every row of the batch's cache.
-  KvCache cache = net_->empty_cache(n, P + o.max_tokens);
-  torch::Tensor last;  // [1, V]
-  {
-    KvCache one = net_->empty_cache(1, P);
-    const torch::Tensor h = net_->forward(ids_tensor(prompt, dev), 0, &one);
-    for (size_t l = 0; l < cache.k.size(); ++l) {
-      cache.k[l].narrow(2, 0, P).copy_(one.k[l]);
-      cache.v[l].narrow(2, 0, P).copy_(one.v[l]);
-    }
-    cache.length = P;
-    last = net_->logits(h.narrow(1, P - 1, 1)).squeeze(1);
-  }
-  std::vector<Generation> out(static_cast<size_t>(n));
-  std::vector<uint64_t> streams;
-  for (int i = 0; i < n; ++i) streams.push_back(derive_seed(o.seed, {i}));
-  std::vector<bool> done(static_cast<size_t>(n), false);
-  torch::Tensor logits = last.expand({n, last.size(1)});
-  const double t = o.temperature > 0 ? o.temperature : 1.0;
-  for (int step = 0; step < o.max_tokens; ++step) {
-    const torch::Tensor logp = torch::log_softmax(logits / t, -1);
-    torch::Tensor chosen;
-    if (o.temperature == 0) {
-      chosen = logits.argmax(-1);
-    } else {
-      std::vector<float> u(static_cast<size_t>(n));
-      for (int i = 0; i < n; ++i) u[i] = static_cast<float>(splitmix64_uniform01(streams[i]));
-      const torch::Tensor uniform = torch::from_blob(u.data(), {n, 1}, torch::kFloat32).to(dev);
-      torch::Tensor probs = logp.exp(), order;
-      if (o.top_p < 1) {  // keep the smallest set of most likely tokens whose mass reaches top_p
-        auto [sorted, idx] = probs.sort(-1, true);
-        const torch::Tensor before = sorted.cumsum(-1) - sorted;
-        sorted = sorted.masked_fill(before >= o.top_p, 0.0);
-        probs = sorted;
-        order = idx;
-      }
-      const torch::Tensor cdf = probs.cumsum(-1);
-      const torch::Tensor target = uniform * cdf.narrow(1, cdf.size(1) - 1, 1);
-      torch::Tensor pos = (cdf <= target).sum(-1).clamp_max(cdf.size(1) - 1);
-      chosen = order.defined() ? order.gather(1, pos.unsqueeze(1)).squeeze(1) : pos;
-    }
-    const torch::Tensor chosen_lp = logp.gather(1, chosen.unsqueeze(1)).squeeze(1).to(torch::kCPU, torch::kFloat64);
-    const torch::Tensor chosen_cpu = chosen.to(torch::kCPU, torch::kInt64);
-    bool all_done = true;
-    for (int i = 0; i < n; ++i) {
-      if (done[i]) continue;
-      const int id = static_cast<int>(chosen_cpu[i].item<int64_t>());
-      out[i].tokens.push_back(id);
-      out[i].logprobs.push_back(chosen_lp[i].item<double>());
-      if (tokenizer_.is_end(id)) {
-        done[i] = true;
-        out[i].finish_reason = "stop";
-      }
-      all_done = all_done && done[i];
-    }
-    if (all_done || step + 1 == o.max_tokens) break;
-    const torch::Tensor h = net_->forward(chosen.unsqueeze(1), P + step, &cache);
-    logits = net_->logits(h.squeeze(1));
-  }
-  for (auto& g : out)
-    if (g.finish_reason.empty()) g.finish_reason = "length";
-  return out;
+  return decoder_->generate(prompt, n, o, tokenizer_);
 }
 
 std::vector<std::vector<double>> LanguageModel::score(const std::vector<int>& prompt,

@@ -1,9 +1,9 @@
 #pragma once
 // A Llama-family language model in the process (libtorch behind a header that does not include
 // it): loaded from a GGUF file or a Hugging Face folder (model_file.h), or randomly initialized
-// for plumbing tests. Batched sampling with a preallocated KV cache (the prompt computed once and
-// shared by the batch), temperature and top-p, per-sample seeds; per-token log-probs; scoring of
-// given token sequences. LoRA adapters and the optimizer step live in LmPolicy (lm_policy.h),
+// for plumbing tests. Batched sampling (batch_decoder.h: the prompt computed once and shared by the
+// batch, a static KV cache, sampling on the device, CUDA graphs on a GPU), temperature and top-p,
+// per-sample seeds; per-token log-probs; scoring of given token sequences. LoRA adapters and the optimizer step live in LmPolicy (lm_policy.h),
 // which owns one of these.
 #include <cstdint>
 #include <filesystem>
@@ -18,10 +18,18 @@
 namespace kbrl::lm {
 
 class LlamaNet;
+class BatchDecoder;
 
 struct ModelOptions {
   std::string device = "cpu";    // cpu | cuda[:N]
   std::string dtype = "float32";  // float32 | bfloat16 (the base weights and activations; LoRA is float32)
+  bool cuda_graphs = true;         // on a GPU, each decoding step is a CUDA graph replay (batch_decoder.h)
+};
+
+/// What the sampler did so far: CUDA graphs captured and replayed, steps run without a graph,
+/// refreshes of its sampling copy of the weights (after a weight or adapter changed).
+struct DecoderCounters {
+  int64_t graphs_captured = 0, graph_replays = 0, eager_steps = 0, weight_refreshes = 0;
 };
 
 struct GenerateOptions {
@@ -67,12 +75,14 @@ class LanguageModel {
                                          const std::vector<std::vector<int>>& completions, double temperature = 1.0);
 
   LlamaNet& net();
+  DecoderCounters decoder_counters() const;
 
  private:
   std::unique_ptr<LlamaNet> net_;
   Tokenizer tokenizer_;
   ChatTemplate chat_;
   std::string name_, source_;
+  std::unique_ptr<BatchDecoder> decoder_;  // after net_: it keeps a reference to it
 };
 
 /// A byte-level tokenizer (the 256 GPT-2 byte tokens, no merges) plus ChatML's special tokens:

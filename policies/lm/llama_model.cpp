@@ -51,17 +51,22 @@ torch::Tensor random_tensor(std::vector<int64_t> shape, double std, uint64_t& st
   return torch::from_blob(v.data(), shape, torch::kFloat32).to(device, dtype).clone();
 }
 
-torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& w, double eps) {
-  const torch::Tensor xf = x.to(torch::kFloat32);
-  return (xf * torch::rsqrt(xf.pow(2).mean(-1, true) + eps) * w).to(x.scalar_type());
-}
-
 torch::Tensor rotate_half(const torch::Tensor& x) {
   const int64_t h = x.size(-1) / 2;
   return torch::cat({-x.narrow(-1, h, h), x.narrow(-1, 0, h)}, -1);
 }
 
 }  // namespace
+
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& w, double eps) {
+  const torch::Tensor xf = x.to(torch::kFloat32);
+  return (xf * torch::rsqrt(xf.pow(2).mean(-1, true) + eps) * w).to(x.scalar_type());
+}
+
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  const torch::Tensor xf = x.to(torch::kFloat32);
+  return (xf * cos + rotate_half(xf) * sin).to(x.scalar_type());
+}
 
 LlamaNet::LlamaNet(const ModelFile& file, torch::Device device, torch::ScalarType dtype)
     : config_(file.config), device_(device), dtype_(dtype) {
@@ -130,42 +135,27 @@ void LlamaNet::init_rope() {
   rope_sin_ = torch::cat({angles.sin(), angles.sin()}, -1).to(device_, torch::kFloat32);
 }
 
-KvCache LlamaNet::empty_cache(int64_t batch, int64_t capacity) const {
-  KvCache c;
-  const auto opts = torch::TensorOptions().device(device_).dtype(dtype_);
-  for (int64_t l = 0; l < config_.layers; ++l) {
-    c.k.push_back(torch::zeros({batch, config_.kv_heads, capacity, config_.head_dim}, opts));
-    c.v.push_back(torch::zeros({batch, config_.kv_heads, capacity, config_.head_dim}, opts));
-  }
-  return c;
-}
-
-torch::Tensor LlamaNet::attention(const LlamaLayer& layer, const torch::Tensor& x, int64_t past, KvCache* cache,
-                                  int64_t index, const LayerPrefix& prefix, LayerKeep* keep) {
+torch::Tensor LlamaNet::attention(const LlamaLayer& layer, const torch::Tensor& x, int64_t past,
+                                  const LayerPrefix& prefix, LayerKeep* keep) {
   const int64_t B = x.size(0), T = x.size(1), H = config_.heads, KV = config_.kv_heads, D = config_.head_dim;
   torch::Tensor q = layer.q(x).view({B, T, H, D}).transpose(1, 2);
   torch::Tensor k = layer.k(x).view({B, T, KV, D}).transpose(1, 2);
   torch::Tensor v = layer.v(x).view({B, T, KV, D}).transpose(1, 2);
   const torch::Tensor cos = rope_cos_.narrow(0, past, T), sin = rope_sin_.narrow(0, past, T);
-  q = (q.to(torch::kFloat32) * cos + rotate_half(q.to(torch::kFloat32)) * sin).to(dtype_);
-  k = (k.to(torch::kFloat32) * cos + rotate_half(k.to(torch::kFloat32)) * sin).to(dtype_);
+  q = apply_rope(q, cos, sin);
+  k = apply_rope(k, cos, sin);
   if (keep) {
     keep->k = k;
     keep->v = v;
   }
   torch::Tensor keys = k, values = v;
-  if (cache) {
-    cache->k[index].narrow(2, past, T).copy_(k);
-    cache->v[index].narrow(2, past, T).copy_(v);
-    keys = cache->k[index].narrow(2, 0, past + T);
-    values = cache->v[index].narrow(2, 0, past + T);
-  } else if (prefix.k.defined()) {
+  if (prefix.k.defined()) {
     const int64_t P = prefix.k.size(2);
     keys = torch::cat({prefix.k.expand({B, KV, P, D}), k}, 2);
     values = torch::cat({prefix.v.expand({B, KV, P, D}), v}, 2);
   }
   // Grouped-query attention without copying keys: the G query heads of a key/value head are stacked
-  // as rows, [B, KV, G*T, D] against [B, KV, S, D] (a cache view is used as it is).
+  // as rows, [B, KV, G*T, D] against [B, KV, S, D].
   const int64_t S = keys.size(2), G = H / KV;
   const torch::Tensor qg = q.reshape({B, KV, G * T, D});
   torch::Tensor scores =
@@ -181,11 +171,10 @@ torch::Tensor LlamaNet::attention(const LlamaLayer& layer, const torch::Tensor& 
   return layer.o(out);
 }
 
-torch::Tensor LlamaNet::layer_forward(size_t index, torch::Tensor x, int64_t past, KvCache* cache,
-                                      const LayerPrefix& prefix, LayerKeep* keep) {
+torch::Tensor LlamaNet::layer_forward(size_t index, torch::Tensor x, int64_t past, const LayerPrefix& prefix,
+                                      LayerKeep* keep) {
   const LlamaLayer& layer = layers_[index];
-  x = x + attention(layer, rms_norm(x, layer.attn_norm, config_.rms_eps), past, cache, static_cast<int64_t>(index),
-                    prefix, keep);
+  x = x + attention(layer, rms_norm(x, layer.attn_norm, config_.rms_eps), past, prefix, keep);
   const torch::Tensor h = rms_norm(x, layer.ffn_norm, config_.rms_eps);
   return x + layer.down(torch::silu(layer.gate(h)) * layer.up(h));
 }
@@ -209,7 +198,7 @@ std::vector<torch::Tensor> run_layer(const LayerCall& call, const torch::Tensor&
                                      const torch::Tensor& pv) {
   LlamaNet::LayerKeep kept;
   const bool prefix = pk.defined() && pk.numel() > 0;
-  torch::Tensor y = call.net->layer_forward(call.index, x, call.past, nullptr,
+  torch::Tensor y = call.net->layer_forward(call.index, x, call.past,
                                             prefix ? LlamaNet::LayerPrefix{pk, pv} : LlamaNet::LayerPrefix{},
                                             call.keep ? &kept : nullptr);
   return {y, kept.k, kept.v};
@@ -267,13 +256,12 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
 
 }  // namespace
 
-torch::Tensor LlamaNet::forward(const torch::Tensor& ids, int64_t past, KvCache* cache, const Prefix* prefix,
-                                Prefix* keep) {
+torch::Tensor LlamaNet::forward(const torch::Tensor& ids, int64_t past, const Prefix* prefix, Prefix* keep) {
   const int64_t B = ids.size(0), T = ids.size(1);
   KBRL_CHECK_INPUT(past + T <= config_.context_length, "{} tokens exceed the model's context of {}", past + T,
                    config_.context_length);
   torch::Tensor x = embed_.index_select(0, ids.reshape({-1})).view({B, T, config_.hidden});
-  const bool checkpoint = checkpointing_ && cache == nullptr && torch::GradMode::is_enabled();
+  const bool checkpoint = checkpointing_ && torch::GradMode::is_enabled();
   // The layers' adapters are hidden inputs of a checkpointed layer: its output requires grad only if
   // an input does, so the embeddings (frozen) are made to.
   if (checkpoint && !x.requires_grad()) x = x.detach().requires_grad_(true);
@@ -290,7 +278,7 @@ torch::Tensor LlamaNet::forward(const torch::Tensor& ids, int64_t past, KvCache*
       }
     } else {
       LayerKeep kept;
-      x = layer_forward(l, x, past, cache, lp, keep ? &kept : nullptr);
+      x = layer_forward(l, x, past, lp, keep ? &kept : nullptr);
       if (keep) {
         keep->k.push_back(kept.k);
         keep->v.push_back(kept.v);

@@ -30,11 +30,11 @@ struct LlamaLayer {
   std::vector<std::pair<std::string, LoraLinear*>> projections();
 };
 
-/// Keys and values of every layer for a batch, preallocated for `capacity` positions.
-struct KvCache {
-  std::vector<torch::Tensor> k, v;  // per layer [batch, kv_heads, capacity, head_dim]
-  int64_t length = 0;
-};
+/// RMSNorm in float32 (the result in x's dtype).
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& w, double eps);
+/// Rotate-half rotary embedding of x [..., head_dim] by the rows cos, sin [..., head_dim] (float32
+/// arithmetic, the result in x's dtype).
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
 /// What a forward pass returns: the final hidden states (after the last norm), [batch, T, hidden].
 class LlamaNet {
@@ -48,16 +48,15 @@ class LlamaNet {
   torch::Device device() const { return device_; }
   torch::ScalarType dtype() const { return dtype_; }
 
-  /// Hidden states of `ids` [batch, T] at positions past..past+T-1. With `cache`, keys and values are
-  /// written there at those positions and attention reads positions 0..past+T-1 from it (the
-  /// cache's batch must equal ids' batch). Without it, attention is causal over the T tokens plus
-  /// `prefix` (the keys/values of a shared prompt, batch 1, broadcast over ids' batch).
+  /// Hidden states of `ids` [batch, T] at positions past..past+T-1: attention is causal over the T
+  /// tokens plus `prefix` (the keys/values of a shared prompt, batch 1, broadcast over ids' batch).
+  /// With `keep`, each layer's keys (after the rotary embedding) and values of these T tokens are
+  /// kept there (a prompt computed once: the pre-fill of scoring and of BatchDecoder).
   struct Prefix {
     std::vector<torch::Tensor> k, v;  // per layer [1, kv_heads, P, head_dim]
     int64_t length = 0;
   };
-  torch::Tensor forward(const torch::Tensor& ids, int64_t past, KvCache* cache, const Prefix* prefix = nullptr,
-                        Prefix* keep = nullptr);
+  torch::Tensor forward(const torch::Tensor& ids, int64_t past, const Prefix* prefix = nullptr, Prefix* keep = nullptr);
   /// One layer's prompt keys/values (undefined: none) and what it keeps of its own.
   struct LayerPrefix {
     torch::Tensor k, v;  // [1, kv_heads, P, head_dim]
@@ -66,8 +65,7 @@ class LlamaNet {
     torch::Tensor k, v;
   };
   /// Layer `index` of forward(): hidden states in, hidden states out.
-  torch::Tensor layer_forward(size_t index, torch::Tensor x, int64_t past, KvCache* cache, const LayerPrefix& prefix,
-                              LayerKeep* keep);
+  torch::Tensor layer_forward(size_t index, torch::Tensor x, int64_t past, const LayerPrefix& prefix, LayerKeep* keep);
   /// Activation checkpointing: a forward with gradients and no cache keeps only each layer's inputs
   /// and recomputes the layer in the backward pass (memory of one layer's activations instead of
   /// all of them, for about a third more compute).
@@ -76,7 +74,13 @@ class LlamaNet {
   /// Logits (float32) of hidden states [..., hidden] -> [..., vocab].
   torch::Tensor logits(const torch::Tensor& hidden) const;
 
-  KvCache empty_cache(int64_t batch, int64_t capacity) const;
+  const torch::Tensor& embedding() const { return embed_; }
+  const torch::Tensor& final_norm() const { return norm_; }
+  /// The output projection [vocab, hidden] (the embedding when tied).
+  const torch::Tensor& output_weight() const { return lm_head_.defined() ? lm_head_ : embed_; }
+  /// Rotary tables [context, head_dim], float32.
+  const torch::Tensor& rope_cos() const { return rope_cos_; }
+  const torch::Tensor& rope_sin() const { return rope_sin_; }
 
   std::vector<LlamaLayer>& layers() { return layers_; }
   const std::vector<LlamaLayer>& layers() const { return layers_; }
@@ -87,8 +91,8 @@ class LlamaNet {
 
  private:
   void init_rope();
-  torch::Tensor attention(const LlamaLayer& layer, const torch::Tensor& x, int64_t past, KvCache* cache,
-                          int64_t index, const LayerPrefix& prefix, LayerKeep* keep);
+  torch::Tensor attention(const LlamaLayer& layer, const torch::Tensor& x, int64_t past, const LayerPrefix& prefix,
+                          LayerKeep* keep);
 
   LlamaConfig config_;
   torch::Device device_;

@@ -13,35 +13,59 @@ namespace kbrl::lm {
 namespace {
 
 constexpr std::string_view kKeys =
-    "device, dtype, max_tokens, top_p, style, shots, system, targets, micro_batch, checkpoint";
+    "device, dtype, graphs, max_tokens, top_p, style, shots, system, targets, micro_batch, checkpoint";
 const std::vector<std::string> kTargets = {"q", "k", "v", "o", "gate", "up", "down"};
 
+// A named architecture's exact shapes (random weights, the byte tokenizer padded with unused tokens
+// to the architecture's vocabulary): for measuring speed and memory where the weights cannot travel.
+struct ShapePreset {
+  std::string_view name;
+  LlamaConfig config;
+};
+
+LlamaConfig shape(std::string arch, int64_t layers, int64_t hidden, int64_t heads, int64_t kv_heads,
+                  int64_t intermediate, int64_t vocab, double theta, double eps, bool bias) {
+  LlamaConfig c;
+  c.architecture = std::move(arch);
+  c.layers = layers;
+  c.hidden = hidden;
+  c.heads = heads;
+  c.kv_heads = kv_heads;
+  c.head_dim = hidden / heads;
+  c.intermediate = intermediate;
+  c.vocab_size = vocab;
+  c.rope_theta = theta;
+  c.rms_eps = eps;
+  c.attention_bias = bias;
+  c.tied_embeddings = true;
+  return c;
+}
+
+const std::vector<ShapePreset>& shape_presets() {
+  static const std::vector<ShapePreset> presets = {
+      {"smollm2-135m", shape("llama", 30, 576, 9, 3, 1536, 49152, 100000.0, 1e-5, false)},
+      {"qwen2.5-0.5b", shape("qwen2", 24, 896, 14, 2, 4864, 151936, 1000000.0, 1e-6, true)},
+      {"qwen2.5-1.5b", shape("qwen2", 28, 1536, 12, 2, 8960, 151936, 1000000.0, 1e-6, true)},
+  };
+  return presets;
+}
+
 // "random:<layers>x<hidden>[:seed]": a Llama-shaped model with random weights and a byte-level
-// tokenizer (for plumbing and throughput where no model file can travel). "random:qwen2.5-1.5b[:seed]":
-// Qwen2.5-1.5B's exact shapes (28 layers, hidden 1536, 12 heads of 128, 2 key/value heads, MLP 8960,
-// q/k/v biases, tied 151,936-token vocabulary: the byte tokenizer padded with unused tokens), for
-// measuring what a 1.5B model needs where its weights cannot travel.
+// tokenizer (for plumbing and throughput where no model file can travel). "random:<preset>[:seed]":
+// one of shape_presets() (smollm2-135m, qwen2.5-0.5b, qwen2.5-1.5b).
 LanguageModel random_model(const std::string& spec, const ModelOptions& options) {
-  constexpr std::string_view kQwen = "random:qwen2.5-1.5b";
   LlamaConfig c;
   unsigned long long seed = 0;
   TokenizerData t = byte_tokenizer_data();
-  if (spec.rfind(kQwen, 0) == 0) {
-    const std::string rest = spec.substr(kQwen.size());
-    KBRL_CHECK_INPUT(rest.empty() || std::sscanf(rest.c_str(), ":%llu", &seed) == 1,
-                     "random model '{}': expected random:qwen2.5-1.5b[:seed]", spec);
-    c.architecture = "qwen2";
-    c.layers = 28;
-    c.hidden = 1536;
-    c.heads = 12;
-    c.kv_heads = 2;
-    c.head_dim = 128;
-    c.intermediate = 8960;
-    c.rope_theta = 1000000.0;
-    c.rms_eps = 1e-6;
-    c.attention_bias = true;
-    c.tied_embeddings = true;
-    c.vocab_size = 151936;
+  const std::string rest = spec.substr(std::string_view("random:").size());
+  const auto preset = std::find_if(shape_presets().begin(), shape_presets().end(), [&](const ShapePreset& p) {
+    return rest.rfind(p.name, 0) == 0 && (rest.size() == p.name.size() || rest[p.name.size()] == ':');
+  });
+  if (preset != shape_presets().end()) {
+    const std::string tail = rest.substr(preset->name.size());
+    KBRL_CHECK_INPUT(tail.empty() || std::sscanf(tail.c_str(), ":%llu", &seed) == 1,
+                     "random model '{}': expected random:{}[:seed]", spec, preset->name);
+    c = preset->config;
     for (int64_t i = static_cast<int64_t>(t.tokens.size()); i < c.vocab_size; ++i) {
       t.tokens.push_back(fmt::format("<|unused_{}|>", i));
       t.token_types.push_back(5);
@@ -51,7 +75,7 @@ LanguageModel random_model(const std::string& spec, const ModelOptions& options)
     const int got = std::sscanf(spec.c_str(), "random:%dx%d:%llu", &layers, &hidden, &seed);
     KBRL_CHECK_INPUT(got >= 2 && layers >= 1 && layers <= 64 && hidden >= 64 && hidden % 64 == 0 && hidden <= 8192,
                      "random model '{}': expected random:<layers>x<hidden>[:seed] (hidden a multiple of 64) or "
-                     "random:qwen2.5-1.5b[:seed]",
+                     "random:<preset>[:seed] with a preset of smollm2-135m, qwen2.5-0.5b, qwen2.5-1.5b",
                      spec);
     c.layers = layers;
     c.hidden = hidden;
@@ -102,6 +126,9 @@ LmOptions parse_lm_spec(std::string_view spec) {
       KBRL_CHECK_INPUT(value == "float32" || value == "bfloat16", "policy spec: dtype={} (expected float32 or bfloat16)",
                        value);
       o.model_options.dtype = value;
+    } else if (key == "graphs") {
+      KBRL_CHECK_INPUT(value == "on" || value == "off", "policy spec: graphs={} (expected on or off)", value);
+      o.model_options.cuda_graphs = value == "on";
     } else if (key == "max_tokens") {
       o.max_tokens = parse_spec_int(key, value, 1, 1 << 20);
     } else if (key == "top_p") {

@@ -1,0 +1,420 @@
+// BatchDecoder (batch_decoder.h): the static-shape decoding step, its CUDA graphs and the host loop.
+#include "batch_decoder.h"
+
+#include "decoder_kernels.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include <kbrl/error.h>
+#include <kbrl/splitmix64.h>
+
+#if KBRL_TORCH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/cuda.h>
+#endif
+
+namespace kbrl::lm {
+namespace {
+
+constexpr int64_t kWindow = 128;      // own positions a captured step reads (one graph per window)
+constexpr int64_t kPromptRound = 64;  // a graph serves every prompt up to its capacity (rounded up to this)
+constexpr int64_t kCheckEvery = 32;   // steps between the host's looks at the tokens, on a GPU
+constexpr size_t kStatesKept = 3;     // batch shapes whose buffers and graphs are kept
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  uint64_t state = h ^ v;
+  return splitmix64(state);
+}
+
+// Identity of a tensor's contents: its storage, shape and in-place version (an optimizer step bumps
+// the version of the adapters it updates).
+uint64_t identity(uint64_t h, const torch::Tensor& t) {
+  if (!t.defined()) return mix(h, 0);
+  h = mix(h, reinterpret_cast<uintptr_t>(t.data_ptr()));
+  h = mix(h, static_cast<uint64_t>(t._version()));
+  return mix(h, static_cast<uint64_t>(t.numel()));
+}
+
+uint64_t fingerprint(LlamaNet& net) {
+  uint64_t h = 0;
+  for (auto& [name, tensor] : net.named_weights()) h = identity(h, *tensor);
+  for (LlamaLayer& layer : net.layers())
+    for (auto& [name, proj] : layer.projections()) {
+      h = identity(identity(h, proj->a), proj->b);
+      uint64_t scale_bits = 0;
+      std::memcpy(&scale_bits, &proj->scale, sizeof scale_bits);
+      h = mix(mix(h, scale_bits), proj->adapter_on ? 1 : 2);
+    }
+  return h;
+}
+
+// The projection's weight with its adapter merged in (computed in float32).
+torch::Tensor merged(const LoraLinear& p) {
+  if (!p.a.defined() || !p.adapter_on) return p.weight;
+  return (p.weight.to(torch::kFloat32) + torch::matmul(p.b, p.a) * p.scale).to(p.weight.scalar_type());
+}
+
+// Copies `value` into `slot`, allocating it the first time (in place after: graphs keep reading it).
+void assign(torch::Tensor& slot, const torch::Tensor& value) {
+  if (slot.defined() && slot.sizes() == value.sizes()) {
+    slot.copy_(value);
+  } else {
+    slot = value.clone();
+  }
+}
+
+}  // namespace
+
+struct BatchDecoder::Weights {
+  uint64_t fingerprint = 0;
+  bool ready = false;
+  struct Layer {
+    torch::Tensor attn_norm, ffn_norm;  // [hidden] float32
+    torch::Tensor qkv, qkv_bias;        // [(heads + 2 kv_heads) head_dim, hidden]; the bias or undefined
+    torch::Tensor o, gate_up, down;     // gate_up: [2 intermediate, hidden]
+  };
+  std::vector<Layer> layers;
+  torch::Tensor embedding, final_norm, output;
+};
+
+struct BatchDecoder::State {
+  int64_t n = 0, prompt_capacity = 0, max_tokens = 0;
+  bool greedy = false;
+  double temperature = 1.0, top_p = 1.0;
+  bool graphs_on = false;
+  bool fused = false;  // the CUDA kernels' step (step_fused); else the torch-ops step
+  std::vector<torch::Tensor> prompt_k, prompt_v;  // per layer [kv_heads, prompt_capacity, head_dim]
+  std::vector<torch::Tensor> own_k, own_v;        // per layer [kv_heads, n, max_tokens, head_dim]
+  torch::Tensor logits;                           // [n, vocab] float32: the next token's
+  torch::Tensor uniforms;                         // [max_tokens, n] float32
+  torch::Tensor tokens, logprobs;                 // [n, max_tokens] int64 / float32
+  torch::Tensor step, prompt_length;              // [1] int64
+  // The fused step's activations: the residual stream, its norm, q, attention, MLP and products.
+  torch::Tensor x, h, qkv, q, attn, proj, gate_up, act;
+#if KBRL_TORCH_CUDA
+  std::vector<std::unique_ptr<at::cuda::CUDAGraph>> graphs;  // graph w: steps [w kWindow, (w + 1) kWindow)
+#endif
+
+  bool serves(int64_t n_, int64_t capacity, int64_t max_tokens_, const GenerateOptions& o) const {
+    const bool g = o.temperature == 0;
+    return n == n_ && prompt_capacity == capacity && max_tokens == max_tokens_ && greedy == g &&
+           (g || (temperature == o.temperature && top_p == o.top_p));
+  }
+};
+
+BatchDecoder::BatchDecoder(LlamaNet& net, bool cuda_graphs)
+    : net_(net), cuda_graphs_(cuda_graphs && net.device().is_cuda()), weights_(std::make_unique<Weights>()) {
+#if KBRL_TORCH_CUDA
+  const LlamaConfig& c = net.config();
+  fused_ = net.device().is_cuda() && (net.dtype() == torch::kBFloat16 || net.dtype() == torch::kFloat32) &&
+           kernels::fused_step_supported(c.head_dim, c.heads / c.kv_heads);
+#endif
+}
+
+BatchDecoder::~BatchDecoder() = default;
+
+void BatchDecoder::refresh_weights() {
+  const uint64_t now = fingerprint(net_);
+  if (weights_->ready && weights_->fingerprint == now) return;
+  torch::NoGradGuard no_grad;
+  Weights& w = *weights_;
+  w.layers.resize(net_.layers().size());
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    const LlamaLayer& in = net_.layers()[l];
+    Weights::Layer& out = w.layers[l];
+    assign(out.attn_norm, in.attn_norm);
+    assign(out.ffn_norm, in.ffn_norm);
+    assign(out.qkv, torch::cat({merged(in.q), merged(in.k), merged(in.v)}, 0));
+    if (in.q.bias.defined() || in.k.bias.defined() || in.v.bias.defined()) {
+      auto bias = [](const LoraLinear& p) {
+        return p.bias.defined() ? p.bias : torch::zeros({p.weight.size(0)}, p.weight.options());
+      };
+      assign(out.qkv_bias, torch::cat({bias(in.q), bias(in.k), bias(in.v)}, 0));
+    }
+    assign(out.o, merged(in.o));
+    assign(out.gate_up, torch::cat({merged(in.gate), merged(in.up)}, 0));
+    assign(out.down, merged(in.down));
+  }
+  assign(w.embedding, net_.embedding());
+  assign(w.final_norm, net_.final_norm());
+  assign(w.output, net_.output_weight());
+  w.fingerprint = now;
+  w.ready = true;
+  ++counters_.weight_refreshes;
+}
+
+BatchDecoder::State& BatchDecoder::state_for(int n, int64_t prompt_length, int max_tokens,
+                                             const GenerateOptions& o) {
+  const int64_t capacity = cuda_graphs_ || fused_
+                               ? (prompt_length + kPromptRound - 1) / kPromptRound * kPromptRound
+                               : prompt_length;
+  for (auto it = states_.begin(); it != states_.end(); ++it)
+    if ((*it)->serves(n, capacity, max_tokens, o)) {
+      states_.splice(states_.begin(), states_, it);
+      return *states_.front();
+    }
+  if (states_.size() >= kStatesKept) states_.pop_back();
+  const LlamaConfig& c = net_.config();
+  auto s = std::make_unique<State>();
+  s->n = n;
+  s->prompt_capacity = capacity;
+  s->max_tokens = max_tokens;
+  s->greedy = o.temperature == 0;
+  s->temperature = s->greedy ? 1.0 : o.temperature;
+  s->top_p = s->greedy ? 1.0 : o.top_p;
+  const auto dt = torch::TensorOptions().device(net_.device()).dtype(net_.dtype());
+  const auto f32 = dt.dtype(torch::kFloat32), i64 = dt.dtype(torch::kInt64);
+  for (int64_t l = 0; l < c.layers; ++l) {
+    s->prompt_k.push_back(torch::zeros({c.kv_heads, capacity, c.head_dim}, dt));
+    s->prompt_v.push_back(torch::zeros({c.kv_heads, capacity, c.head_dim}, dt));
+    s->own_k.push_back(torch::zeros({c.kv_heads, n, max_tokens, c.head_dim}, dt));
+    s->own_v.push_back(torch::zeros({c.kv_heads, n, max_tokens, c.head_dim}, dt));
+  }
+  s->logits = torch::zeros({n, c.vocab_size}, f32);
+  s->uniforms = torch::zeros({max_tokens, n}, f32);
+  s->tokens = torch::zeros({n, max_tokens}, i64);
+  s->logprobs = torch::zeros({n, max_tokens}, f32);
+  s->step = torch::zeros({1}, i64);
+  s->prompt_length = torch::full({1}, prompt_length, i64);
+  s->fused = fused_;
+  if (s->fused) {
+    const int64_t H = c.heads, KV = c.kv_heads, D = c.head_dim;
+    s->x = torch::zeros({n, c.hidden}, dt);
+    s->h = torch::zeros({n, c.hidden}, dt);
+    s->qkv = torch::zeros({n, (H + 2 * KV) * D}, dt);
+    s->q = torch::zeros({KV, n, H / KV, D}, dt);
+    s->attn = torch::zeros({n, H * D}, dt);
+    s->proj = torch::zeros({n, c.hidden}, dt);
+    s->gate_up = torch::zeros({n, 2 * c.intermediate}, dt);
+    s->act = torch::zeros({n, c.intermediate}, dt);
+  }
+  states_.push_front(std::move(s));
+  if (cuda_graphs_) capture(*states_.front());
+  return *states_.front();
+}
+
+torch::Tensor BatchDecoder::sample(State& s) {
+  const int64_t n = s.n, V = net_.config().vocab_size;
+  const torch::Tensor logp = torch::log_softmax(s.logits / s.temperature, -1);
+  torch::Tensor chosen;  // [n, 1]
+  if (s.greedy) {
+    chosen = s.logits.argmax(-1, true);
+  } else {
+    const torch::Tensor uniform = s.uniforms.index_select(0, s.step).view({n, 1});
+    torch::Tensor probs = logp.exp(), order;
+    if (s.top_p < 1) {  // keep the smallest set of most likely tokens whose mass reaches top_p
+      auto [sorted, idx] = probs.sort(-1, true);
+      const torch::Tensor before = sorted.cumsum(-1) - sorted;
+      probs = sorted.masked_fill(before >= s.top_p, 0.0);
+      order = idx;
+    }
+    const torch::Tensor cdf = probs.cumsum(-1);
+    const torch::Tensor target = uniform * cdf.narrow(1, V - 1, 1);
+    const torch::Tensor pos = (cdf <= target).sum(-1, true).clamp_max(V - 1);
+    chosen = order.defined() ? order.gather(1, pos) : pos;
+  }
+  s.tokens.index_copy_(1, s.step, chosen);
+  s.logprobs.index_copy_(1, s.step, logp.gather(1, chosen));
+  return chosen;
+}
+
+void BatchDecoder::step(State& s, int64_t window) {
+#if KBRL_TORCH_CUDA
+  if (s.fused) return step_fused(s);
+#endif
+  const LlamaConfig& c = net_.config();
+  const Weights& w = *weights_;
+  const int64_t n = s.n, H = c.heads, KV = c.kv_heads, D = c.head_dim, G = H / KV, P = s.prompt_capacity;
+  const int64_t I = c.intermediate;
+  const torch::ScalarType dtype = net_.dtype();
+  const torch::Tensor chosen = sample(s);
+
+  // The chosen tokens through the model at position prompt_length + step.
+  const torch::Tensor position = s.prompt_length + s.step;
+  const torch::Tensor cos = net_.rope_cos().index_select(0, position), sin = net_.rope_sin().index_select(0, position);
+  const auto i64 = torch::TensorOptions().device(net_.device()).dtype(torch::kInt64);
+  // Masked: prompt positions past the prompt (capacity rounding), own positions past this step.
+  const torch::Tensor mask =
+      torch::cat({torch::arange(P, i64) >= s.prompt_length, torch::arange(window, i64) > s.step});
+  const double root_d = std::sqrt(static_cast<double>(D));
+  torch::Tensor x = w.embedding.index_select(0, chosen.view({n}));  // [n, hidden]
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    const Weights::Layer& L = w.layers[l];
+    torch::Tensor qkv = torch::matmul(rms_norm(x, L.attn_norm, c.rms_eps), L.qkv.t());
+    if (L.qkv_bias.defined()) qkv = qkv + L.qkv_bias;
+    const torch::Tensor q = apply_rope(qkv.narrow(1, 0, H * D).view({n, H, D}), cos, sin);
+    const torch::Tensor k = apply_rope(qkv.narrow(1, H * D, KV * D).view({n, KV, D}), cos, sin);
+    const torch::Tensor v = qkv.narrow(1, (H + KV) * D, KV * D).view({n, KV, D});
+    s.own_k[l].index_copy_(2, s.step, k.transpose(0, 1).unsqueeze(2));
+    s.own_v[l].index_copy_(2, s.step, v.transpose(0, 1).unsqueeze(2));
+    // Grouped-query attention over the shared prompt (one matrix product for the whole batch) and
+    // each completion's own positions, under one softmax.
+    const torch::Tensor qg = q.view({n, KV, G, D}).transpose(0, 1);  // [KV, n, G, D]
+    const torch::Tensor own_keys = s.own_k[l].narrow(2, 0, window), own_values = s.own_v[l].narrow(2, 0, window);
+    const torch::Tensor on_prompt =
+        torch::matmul(qg.reshape({KV, n * G, D}), s.prompt_k[l].transpose(1, 2)).view({KV, n, G, P});
+    const torch::Tensor on_own = torch::matmul(qg, own_keys.transpose(2, 3));  // [KV, n, G, window]
+    torch::Tensor scores = torch::cat({on_prompt, on_own}, -1).to(torch::kFloat32) / root_d;
+    scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
+    const torch::Tensor p = torch::softmax(scores, -1).to(dtype);
+    const torch::Tensor out =
+        torch::matmul(p.narrow(-1, 0, P).reshape({KV, n * G, P}), s.prompt_v[l]).view({KV, n, G, D}) +
+        torch::matmul(p.narrow(-1, P, window), own_values);
+    x = x + torch::matmul(out.transpose(0, 1).reshape({n, H * D}), L.o.t());
+    const torch::Tensor gu = torch::matmul(rms_norm(x, L.ffn_norm, c.rms_eps), L.gate_up.t());
+    x = x + torch::matmul(torch::silu(gu.narrow(1, 0, I)) * gu.narrow(1, I, I), L.down.t());
+  }
+  s.logits.copy_(torch::matmul(rms_norm(x, w.final_norm, c.rms_eps), w.output.t()));
+  s.step.add_(1);
+}
+
+#if KBRL_TORCH_CUDA
+// The same step in 9 kernels a layer: 4 matrix products and 5 of decoder_kernels.cu (the residual
+// add fused with the next norm; bias, rotary embedding and the cache write in one; attention over
+// the prompt and the own positions in one, reading the step from the device, so one graph serves
+// every step).
+void BatchDecoder::step_fused(State& s) {
+  const LlamaConfig& c = net_.config();
+  const Weights& w = *weights_;
+  const int64_t n = s.n, H = c.heads, KV = c.kv_heads, D = c.head_dim;
+  const bool bf16 = net_.dtype() == torch::kBFloat16;
+  const float eps = static_cast<float>(c.rms_eps);
+  void* stream = at::cuda::getCurrentCUDAStream().stream();
+  const torch::Tensor chosen = sample(s);
+  torch::index_select_out(s.x, w.embedding, 0, chosen.view({n}));
+  const int64_t* prompt_length = s.prompt_length.data_ptr<int64_t>();
+  const int64_t* step = s.step.data_ptr<int64_t>();
+  kernels::add_rmsnorm(s.x.data_ptr(), nullptr, w.layers[0].attn_norm.data_ptr<float>(), s.h.data_ptr(), n, c.hidden,
+                       eps, bf16, stream);
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    const Weights::Layer& L = w.layers[l];
+    torch::mm_out(s.qkv, s.h, L.qkv.t());
+    kernels::rope_qkv(s.qkv.data_ptr(), L.qkv_bias.defined() ? L.qkv_bias.data_ptr() : nullptr,
+                      net_.rope_cos().data_ptr<float>(), net_.rope_sin().data_ptr<float>(), prompt_length, step,
+                      s.q.data_ptr(), s.own_k[l].data_ptr(), s.own_v[l].data_ptr(), n, H, KV, D, s.max_tokens, bf16,
+                      stream);
+    kernels::attention(s.q.data_ptr(), s.prompt_k[l].data_ptr(), s.prompt_v[l].data_ptr(), s.own_k[l].data_ptr(),
+                       s.own_v[l].data_ptr(), prompt_length, step, s.attn.data_ptr(), n, KV, H / KV, D,
+                       s.prompt_capacity, s.max_tokens, bf16, stream);
+    torch::mm_out(s.proj, s.attn, L.o.t());
+    kernels::add_rmsnorm(s.x.data_ptr(), s.proj.data_ptr(), L.ffn_norm.data_ptr<float>(), s.h.data_ptr(), n, c.hidden,
+                         eps, bf16, stream);
+    torch::mm_out(s.gate_up, s.h, L.gate_up.t());
+    kernels::silu_mul(s.gate_up.data_ptr(), s.act.data_ptr(), n, c.intermediate, bf16, stream);
+    torch::mm_out(s.proj, s.act, L.down.t());
+    const torch::Tensor& next_norm = l + 1 < w.layers.size() ? w.layers[l + 1].attn_norm : w.final_norm;
+    kernels::add_rmsnorm(s.x.data_ptr(), s.proj.data_ptr(), next_norm.data_ptr<float>(), s.h.data_ptr(), n, c.hidden,
+                         eps, bf16, stream);
+  }
+  s.logits.copy_(torch::matmul(s.h, w.output.t()));
+  s.step.add_(1);
+}
+#endif
+
+void BatchDecoder::capture(State& s) {
+#if KBRL_TORCH_CUDA
+  const int64_t windows = s.fused ? 1 : (s.max_tokens + kWindow - 1) / kWindow;
+  c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, net_.device().index());
+  torch::cuda::synchronize();
+  {
+    c10::cuda::CUDAStreamGuard guard(side);
+    step(s, std::min(kWindow, s.max_tokens));  // once outside a graph: the libraries' lazy set-up
+    side.synchronize();
+    const auto pool = at::cuda::graph_pool_handle();
+    for (int64_t i = 0; i < windows; ++i) {
+      auto graph = std::make_unique<at::cuda::CUDAGraph>();
+      graph->capture_begin(pool);
+      step(s, std::min(s.max_tokens, (i + 1) * kWindow));
+      graph->capture_end();
+      s.graphs.push_back(std::move(graph));
+      ++counters_.graphs_captured;
+    }
+  }
+  torch::cuda::synchronize();
+  s.graphs_on = true;
+#else
+  (void)s;
+#endif
+}
+
+std::vector<Generation> BatchDecoder::generate(const std::vector<int>& prompt, int n, const GenerateOptions& o,
+                                               const Tokenizer& tokenizer) {
+  torch::NoGradGuard no_grad;
+  refresh_weights();
+  const int64_t P = static_cast<int64_t>(prompt.size()), M = o.max_tokens;
+  State& s = state_for(n, P, o.max_tokens, o);
+
+  // The prompt once (batch 1): its keys and values become the shared pre-fill.
+  {
+    std::vector<int64_t> ids(prompt.begin(), prompt.end());
+    LlamaNet::Prefix kept;
+    const torch::Tensor h =
+        net_.forward(torch::tensor(ids, torch::kInt64).to(net_.device()).unsqueeze(0), 0, nullptr, &kept);
+    for (size_t l = 0; l < s.prompt_k.size(); ++l) {
+      s.prompt_k[l].narrow(1, 0, P).copy_(kept.k[l][0]);
+      s.prompt_v[l].narrow(1, 0, P).copy_(kept.v[l][0]);
+      if (s.prompt_capacity > P) {
+        s.prompt_k[l].narrow(1, P, s.prompt_capacity - P).zero_();
+        s.prompt_v[l].narrow(1, P, s.prompt_capacity - P).zero_();
+      }
+    }
+    s.logits.copy_(net_.logits(h.narrow(1, P - 1, 1)).view({1, -1}).expand({n, s.logits.size(1)}));
+  }
+  s.step.zero_();
+  s.prompt_length.fill_(P);
+  if (!s.greedy) {  // completion i draws from the stream derive_seed(seed, {i}), one uniform per step
+    std::vector<float> u(static_cast<size_t>(M * n));
+    for (int i = 0; i < n; ++i) {
+      uint64_t stream = derive_seed(o.seed, {i});
+      for (int64_t t = 0; t < M; ++t) u[static_cast<size_t>(t * n + i)] = static_cast<float>(splitmix64_uniform01(stream));
+    }
+    s.uniforms.copy_(torch::from_blob(u.data(), {M, n}, torch::kFloat32));
+  }
+
+  std::vector<int64_t> end_at(static_cast<size_t>(n), -1);  // index of each completion's end token
+  int64_t executed = 0, looked = 0, ended = 0;
+  const int64_t chunk = net_.device().is_cuda() ? kCheckEvery : 1;
+  while (executed < M && ended < n) {
+    const int64_t stop = std::min(M, executed + chunk);
+    for (; executed < stop; ++executed) {
+#if KBRL_TORCH_CUDA
+      if (s.graphs_on) {
+        s.graphs[s.fused ? 0 : static_cast<size_t>(executed / kWindow)]->replay();
+        ++counters_.graph_replays;
+        continue;
+      }
+#endif
+      step(s, executed + 1);
+      ++counters_.eager_steps;
+    }
+    const torch::Tensor fresh = s.tokens.narrow(1, looked, executed - looked).to(torch::kCPU).contiguous();
+    const int64_t* t = fresh.data_ptr<int64_t>();
+    for (int i = 0; i < n; ++i)
+      for (int64_t j = 0; j < executed - looked && end_at[i] < 0; ++j)
+        if (tokenizer.is_end(static_cast<int>(t[i * (executed - looked) + j]))) {
+          end_at[i] = looked + j;
+          ++ended;
+        }
+    looked = executed;
+  }
+
+  const torch::Tensor tokens = s.tokens.narrow(1, 0, executed).to(torch::kCPU).contiguous();
+  const torch::Tensor logprobs = s.logprobs.narrow(1, 0, executed).to(torch::kCPU, torch::kFloat64).contiguous();
+  std::vector<Generation> out(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const int64_t length = end_at[i] >= 0 ? end_at[i] + 1 : executed;
+    const int64_t* tk = tokens.data_ptr<int64_t>() + i * executed;
+    const double* lp = logprobs.data_ptr<double>() + i * executed;
+    out[i].tokens.assign(tk, tk + length);
+    out[i].logprobs.assign(lp, lp + length);
+    out[i].finish_reason = end_at[i] >= 0 ? "stop" : "length";
+  }
+  return out;
+}
+
+}  // namespace kbrl::lm

@@ -1,0 +1,58 @@
+#pragma once
+// Internal to kbrl::lm (includes libtorch): decoding a batch of completions of one prompt with
+// fixed shapes, so that on a GPU each step is one CUDA graph replay and the CPU stays out of the loop.
+//   - The prompt is computed once (batch 1) and its keys and values are a pre-fill that every
+//     completion attends to (never copied per completion); each completion's own keys and values go
+//     to a static cache of max_tokens positions.
+//   - A step samples the next token from the logits on the device (the uniforms of every
+//     completion's seeded stream are drawn on the host beforehand, so the draws are those of the
+//     stream, whatever the device), records it and its log-prob, runs it through the model and
+//     advances a step counter that lives on the device.
+//   - The step runs on a sampling copy of the weights: LoRA merged in, q/k/v and gate/up fused into
+//     one matrix each. The copy is refreshed in place when a weight or an adapter changed (tensor
+//     version counters), so captured graphs stay valid across optimizer steps.
+//   - On CUDA (with graphs on) the step is captured once per window of 128 own positions (attention
+//     reads the window, not the whole cache) and replayed; the host looks at the tokens every 32
+//     steps to stop when every completion has ended. Elsewhere the step runs eagerly with a window of
+//     exactly the positions written so far, and the host looks after every step.
+// Results equal the step-by-step reference up to float rounding (test_lm_policy's decoder tests).
+#include <torch/torch.h>
+
+#include <list>
+#include <memory>
+#include <vector>
+
+#include "language_model.h"
+#include "llama_net.h"
+
+namespace kbrl::lm {
+
+class BatchDecoder {
+ public:
+  BatchDecoder(LlamaNet& net, bool cuda_graphs);
+  ~BatchDecoder();
+
+  std::vector<Generation> generate(const std::vector<int>& prompt, int n, const GenerateOptions& options,
+                                   const Tokenizer& tokenizer);
+
+  const DecoderCounters& counters() const { return counters_; }
+
+ private:
+  struct Weights;
+  struct State;
+  void refresh_weights();
+  State& state_for(int n, int64_t prompt_length, int max_tokens, const GenerateOptions& options);
+  torch::Tensor sample(State& s);        // the next tokens, recorded; [n, 1]
+  void step(State& s, int64_t window);   // sample, then the tokens through the model (torch ops)
+  void step_fused(State& s);             // the same with the fused CUDA kernels (decoder_kernels.h)
+  void capture(State& s);
+
+  LlamaNet& net_;
+  bool cuda_graphs_;
+  bool fused_ = false;  // CUDA, bfloat16 or float32, a head size and grouping the kernels serve
+  std::unique_ptr<Weights> weights_;
+  std::list<std::unique_ptr<State>> states_;  // most recently used first; a few kept
+  DecoderCounters counters_;
+};
+
+}  // namespace kbrl::lm

@@ -1,0 +1,328 @@
+// The fused CUDA kernels of BatchDecoder's step (decoder_kernels.h). Element type T: float or
+// __nv_bfloat16; arithmetic in float32, rounded to T where the torch-ops step rounds.
+#include "decoder_kernels.h"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <type_traits>
+#include <string>
+
+namespace kbrl::lm::kernels {
+namespace {
+
+__device__ __forceinline__ float to_f(float x) { return x; }
+__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <class T>
+__device__ __forceinline__ T from_f(float x);
+template <>
+__device__ __forceinline__ float from_f<float>(float x) { return x; }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+// x rounded to T and back (what storing a float result in a T tensor does).
+template <class T>
+__device__ __forceinline__ float round_to(float x) { return to_f(from_f<T>(x)); }
+
+// Eight consecutive elements (16-byte aligned for bf16, 32 for float) as floats.
+__device__ __forceinline__ void load8(const float* p, float (&v)[8]) {
+  const float4 a = *reinterpret_cast<const float4*>(p), b = *reinterpret_cast<const float4*>(p + 4);
+  v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
+__device__ __forceinline__ void load8(const __nv_bfloat16* p, float (&v)[8]) {
+  const uint4 u = *reinterpret_cast<const uint4*>(p);
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const float2 f = __bfloat1622float2(h[k]);
+    v[2 * k] = f.x;
+    v[2 * k + 1] = f.y;
+  }
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+void check_launch(const char* what) {
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) throw std::runtime_error(std::string("kbrl decoder kernel ") + what + ": " + cudaGetErrorString(e));
+}
+
+// ---- add + RMSNorm: one block per row ----
+
+template <class T>
+__global__ void add_rmsnorm_kernel(T* x, const T* delta, const float* w, T* y, int hidden, float eps) {
+  const int64_t row = blockIdx.x;
+  T* xr = x + row * hidden;
+  float local = 0;
+  for (int c = threadIdx.x; c < hidden; c += blockDim.x) {
+    float v = to_f(xr[c]);
+    if (delta) {
+      v = round_to<T>(v + to_f(delta[row * hidden + c]));
+      xr[c] = from_f<T>(v);
+    }
+    local += v * v;
+  }
+  __shared__ float partial[32];
+  local = warp_sum(local);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) partial[warp] = local;
+  __syncthreads();
+  if (warp == 0) {
+    float t = lane < static_cast<int>(blockDim.x / 32) ? partial[lane] : 0.0f;
+    t = warp_sum(t);
+    if (lane == 0) partial[0] = t;
+  }
+  __syncthreads();
+  const float r = rsqrtf(partial[0] / static_cast<float>(hidden) + eps);
+  for (int c = threadIdx.x; c < hidden; c += blockDim.x) y[row * hidden + c] = from_f<T>(to_f(xr[c]) * r * w[c]);
+}
+
+// ---- q, k, v: bias, rotary embedding, into q and the own cache; block (row, head), thread d ----
+
+template <class T>
+__global__ void rope_qkv_kernel(const T* qkv, const T* bias, const float* cos, const float* sin,
+                                const int64_t* prompt_length, const int64_t* step, T* q_out, T* own_k, T* own_v,
+                                int n, int heads, int kv_heads, int head_dim, int max_tokens) {
+  const int i = blockIdx.x, h = blockIdx.y, d = threadIdx.x, D = head_dim;
+  const int width = (heads + 2 * kv_heads) * D, G = heads / kv_heads;
+  const int s = static_cast<int>(*step);
+  const int64_t pos = *prompt_length + s;
+  auto value = [&](int dd) {
+    const int c = h * D + dd;
+    float v = to_f(qkv[static_cast<int64_t>(i) * width + c]);
+    if (bias) v = round_to<T>(v + to_f(bias[c]));
+    return v;
+  };
+  float v = value(d);
+  if (h < heads + kv_heads) {  // q and k turn with their position (rotate-half form)
+    const int half = D / 2;
+    const float rot = d < half ? -value(d + half) : value(d - half);
+    v = __fadd_rn(__fmul_rn(v, cos[pos * D + d]), __fmul_rn(rot, sin[pos * D + d]));
+  }
+  const T out = from_f<T>(v);
+  if (h < heads) {
+    q_out[((static_cast<int64_t>(h / G) * n + i) * G + h % G) * D + d] = out;
+  } else {
+    const int kv = h < heads + kv_heads ? h - heads : h - heads - kv_heads;
+    T* cache = h < heads + kv_heads ? own_k : own_v;
+    cache[((static_cast<int64_t>(kv) * n + i) * max_tokens + s) * D + d] = out;
+  }
+}
+
+// ---- attention: block (sequence, kv head), 8 warps; a key is read by D/8 lanes (8 elements each) ----
+
+constexpr int kWarps = 8;
+
+template <class T, int D, int GMAX>
+__global__ void __launch_bounds__(kWarps * 32)
+    attention_kernel(const T* q, const T* prompt_k, const T* prompt_v, const T* own_k, const T* own_v,
+                     const int64_t* prompt_length, const int64_t* step, T* out, int n, int G, int prompt_capacity,
+                     int max_tokens, float root_d) {
+  constexpr int kLanes = D / 8;         // lanes per key
+  constexpr int kPerWarp = 32 / kLanes;  // keys a warp reads at once
+  const int i = blockIdx.x, kv = blockIdx.y, kv_heads = gridDim.y;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int sub = lane / kLanes, e0 = (lane % kLanes) * 8;
+  const int P = static_cast<int>(*prompt_length), total = P + static_cast<int>(*step) + 1;
+  const T* pk = prompt_k + static_cast<int64_t>(kv) * prompt_capacity * D;
+  const T* pv = prompt_v + static_cast<int64_t>(kv) * prompt_capacity * D;
+  const T* ok = own_k + (static_cast<int64_t>(kv) * n + i) * max_tokens * D;
+  const T* ov = own_v + (static_cast<int64_t>(kv) * n + i) * max_tokens * D;
+
+  float qv[GMAX][8], acc[GMAX][8], m[GMAX], l[GMAX];
+#pragma unroll
+  for (int g = 0; g < GMAX; ++g) {
+    m[g] = -1e30f;  // finite: exp(m - m') stays 0, never NaN
+    l[g] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[g][e] = 0.0f, qv[g][e] = 0.0f;
+    if (g < G) load8(q + ((static_cast<int64_t>(kv) * n + i) * G + g) * D + e0, qv[g]);
+  }
+  for (int base = warp * kPerWarp; base < total; base += kWarps * kPerWarp) {
+    const int j = base + sub;
+    const bool valid = j < total;
+    float k8[8], v8[8];
+    if (valid) {
+      const T* kp = j < P ? pk + static_cast<int64_t>(j) * D : ok + static_cast<int64_t>(j - P) * D;
+      const T* vp = j < P ? pv + static_cast<int64_t>(j) * D : ov + static_cast<int64_t>(j - P) * D;
+      load8(kp + e0, k8);
+      load8(vp + e0, v8);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) k8[e] = 0.0f, v8[e] = 0.0f;
+    }
+#pragma unroll
+    for (int g = 0; g < GMAX; ++g) {
+      if (g >= G) continue;
+      float part = 0.0f;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) part += qv[g][e] * k8[e];
+#pragma unroll
+      for (int off = kLanes / 2; off > 0; off /= 2) part += __shfl_xor_sync(0xffffffffu, part, off);
+      if (!valid) continue;
+      const float score = round_to<T>(part) / root_d;
+      const float mn = fmaxf(m[g], score), corr = expf(m[g] - mn), p = expf(score - mn);
+      l[g] = l[g] * corr + p;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[g][e] = acc[g][e] * corr + p * v8[e];
+      m[g] = mn;
+    }
+  }
+  // The warp's key groups merged (lanes holding the same elements), then the warps through shared memory.
+#pragma unroll
+  for (int g = 0; g < GMAX; ++g) {
+    if (g >= G) continue;
+    for (int off = kLanes; off < 32; off *= 2) {
+      const float mo = __shfl_xor_sync(0xffffffffu, m[g], off), lo = __shfl_xor_sync(0xffffffffu, l[g], off);
+      const float mn = fmaxf(m[g], mo), a = expf(m[g] - mn), b = expf(mo - mn);
+      l[g] = l[g] * a + lo * b;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[g][e] = acc[g][e] * a + __shfl_xor_sync(0xffffffffu, acc[g][e], off) * b;
+      m[g] = mn;
+    }
+  }
+  __shared__ float merged[kWarps][GMAX][2 + D];
+  if (lane < kLanes) {
+#pragma unroll
+    for (int g = 0; g < GMAX; ++g) {
+      if (g >= G) continue;
+      merged[warp][g][0] = m[g];
+      merged[warp][g][1] = l[g];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) merged[warp][g][2 + e0 + e] = acc[g][e];
+    }
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < G * D; idx += blockDim.x) {
+    const int g = idx / D, d = idx % D;
+    float mx = -1e30f;
+    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, merged[w][g][0]);
+    float sum = 0.0f, value = 0.0f;
+    for (int w = 0; w < kWarps; ++w) {
+      const float f = expf(merged[w][g][0] - mx);
+      sum += merged[w][g][1] * f;
+      value += merged[w][g][2 + d] * f;
+    }
+    out[static_cast<int64_t>(i) * kv_heads * G * D + (static_cast<int64_t>(kv) * G + g) * D + d] = from_f<T>(value / sum);
+  }
+}
+
+// ---- silu(gate) * up ----
+
+template <class T>
+__global__ void silu_mul_kernel(const T* gu, T* out, int64_t n, int64_t inter) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= n * inter) return;
+  const int64_t row = idx / inter, c = idx % inter;
+  const float g = to_f(gu[row * 2 * inter + c]), u = to_f(gu[row * 2 * inter + inter + c]);
+  out[idx] = from_f<T>(round_to<T>(g / (1.0f + expf(-g))) * u);
+}
+
+template <class T, int D, int GMAX>
+void launch_attention(const void* q, const void* pk, const void* pv, const void* ok, const void* ov,
+                      const int64_t* plen, const int64_t* step, void* out, int64_t n, int64_t kv_heads, int64_t group,
+                      int64_t prompt_capacity, int64_t max_tokens, cudaStream_t stream) {
+  attention_kernel<T, D, GMAX><<<dim3(static_cast<unsigned>(n), static_cast<unsigned>(kv_heads)), kWarps * 32, 0,
+                                 stream>>>(
+      static_cast<const T*>(q), static_cast<const T*>(pk), static_cast<const T*>(pv), static_cast<const T*>(ok),
+      static_cast<const T*>(ov), plen, step, static_cast<T*>(out), static_cast<int>(n), static_cast<int>(group),
+      static_cast<int>(prompt_capacity), static_cast<int>(max_tokens), sqrtf(static_cast<float>(D)));
+}
+
+template <class T, int D>
+void attention_for_group(const void* q, const void* pk, const void* pv, const void* ok, const void* ov,
+                         const int64_t* plen, const int64_t* step, void* out, int64_t n, int64_t kv_heads,
+                         int64_t group, int64_t prompt_capacity, int64_t max_tokens, cudaStream_t stream) {
+  if (group <= 2)
+    launch_attention<T, D, 2>(q, pk, pv, ok, ov, plen, step, out, n, kv_heads, group, prompt_capacity, max_tokens,
+                              stream);
+  else if (group <= 4)
+    launch_attention<T, D, 4>(q, pk, pv, ok, ov, plen, step, out, n, kv_heads, group, prompt_capacity, max_tokens,
+                              stream);
+  else
+    launch_attention<T, D, 8>(q, pk, pv, ok, ov, plen, step, out, n, kv_heads, group, prompt_capacity, max_tokens,
+                              stream);
+}
+
+}  // namespace
+
+bool fused_step_supported(int64_t head_dim, int64_t group) {
+  return (head_dim == 64 || head_dim == 128) && group >= 1 && group <= 8;
+}
+
+void add_rmsnorm(void* x, const void* delta, const float* w, void* y, int64_t rows, int64_t hidden, float eps,
+                 bool bf16, void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  if (bf16)
+    add_rmsnorm_kernel<__nv_bfloat16><<<static_cast<unsigned>(rows), 256, 0, s>>>(
+        static_cast<__nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(delta), w, static_cast<__nv_bfloat16*>(y),
+        static_cast<int>(hidden), eps);
+  else
+    add_rmsnorm_kernel<float><<<static_cast<unsigned>(rows), 256, 0, s>>>(
+        static_cast<float*>(x), static_cast<const float*>(delta), w, static_cast<float*>(y), static_cast<int>(hidden),
+        eps);
+  check_launch("add_rmsnorm");
+}
+
+void rope_qkv(const void* qkv, const void* bias, const float* cos, const float* sin, const int64_t* prompt_length,
+              const int64_t* step, void* q_out, void* own_k, void* own_v, int64_t n, int64_t heads, int64_t kv_heads,
+              int64_t head_dim, int64_t max_tokens, bool bf16, void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  const dim3 grid(static_cast<unsigned>(n), static_cast<unsigned>(heads + 2 * kv_heads));
+  const auto args = [&](auto* type) {
+    using T = std::remove_pointer_t<decltype(type)>;
+    rope_qkv_kernel<T><<<grid, static_cast<unsigned>(head_dim), 0, s>>>(
+        static_cast<const T*>(qkv), static_cast<const T*>(bias), cos, sin, prompt_length, step, static_cast<T*>(q_out),
+        static_cast<T*>(own_k), static_cast<T*>(own_v), static_cast<int>(n), static_cast<int>(heads),
+        static_cast<int>(kv_heads), static_cast<int>(head_dim), static_cast<int>(max_tokens));
+  };
+  if (bf16)
+    args(static_cast<__nv_bfloat16*>(nullptr));
+  else
+    args(static_cast<float*>(nullptr));
+  check_launch("rope_qkv");
+}
+
+void attention(const void* q, const void* prompt_k, const void* prompt_v, const void* own_k, const void* own_v,
+               const int64_t* prompt_length, const int64_t* step, void* out, int64_t n, int64_t kv_heads,
+               int64_t group, int64_t head_dim, int64_t prompt_capacity, int64_t max_tokens, bool bf16, void* stream) {
+  if (!fused_step_supported(head_dim, group))
+    throw std::invalid_argument("kbrl decoder attention: head_dim " + std::to_string(head_dim) + ", group " +
+                                std::to_string(group) + " not supported");
+  const auto s = static_cast<cudaStream_t>(stream);
+#define KBRL_ATTENTION(T, D)                                                                                         \
+  attention_for_group<T, D>(q, prompt_k, prompt_v, own_k, own_v, prompt_length, step, out, n, kv_heads, group,     \
+                            prompt_capacity, max_tokens, s)
+  if (bf16) {
+    if (head_dim == 64)
+      KBRL_ATTENTION(__nv_bfloat16, 64);
+    else
+      KBRL_ATTENTION(__nv_bfloat16, 128);
+  } else {
+    if (head_dim == 64)
+      KBRL_ATTENTION(float, 64);
+    else
+      KBRL_ATTENTION(float, 128);
+  }
+#undef KBRL_ATTENTION
+  check_launch("attention");
+}
+
+void silu_mul(const void* gu, void* out, int64_t n, int64_t intermediate, bool bf16, void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  const int64_t total = n * intermediate;
+  const unsigned blocks = static_cast<unsigned>((total + 255) / 256);
+  if (bf16)
+    silu_mul_kernel<__nv_bfloat16><<<blocks, 256, 0, s>>>(static_cast<const __nv_bfloat16*>(gu),
+                                                          static_cast<__nv_bfloat16*>(out), n, intermediate);
+  else
+    silu_mul_kernel<float><<<blocks, 256, 0, s>>>(static_cast<const float*>(gu), static_cast<float*>(out), n,
+                                                  intermediate);
+  check_launch("silu_mul");
+}
+
+}  // namespace kbrl::lm::kernels

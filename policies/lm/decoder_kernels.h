@@ -1,0 +1,36 @@
+#pragma once
+// Internal to kbrl::lm: the fused CUDA kernels of BatchDecoder's step (decoder_kernels.cu, built only
+// against a CUDA libtorch). Plain pointers and a stream, no libtorch: the caller owns the buffers.
+// Element type: bfloat16 (`bf16` true) or float32; every sum is taken in float32 and each kernel
+// rounds where the torch-ops step rounds (batch_decoder.cpp's step_reference).
+#include <cstdint>
+
+namespace kbrl::lm::kernels {
+
+/// Shapes a fused step serves: head_dim 64 or 128, at most 8 query heads per key/value head.
+bool fused_step_supported(int64_t head_dim, int64_t group);
+
+/// x += delta (when delta is not null, rounded to the element type), then
+/// y = x * rsqrt(mean(x^2) + eps) * w (float32 w). x, delta, y: [rows, hidden].
+void add_rmsnorm(void* x, const void* delta, const float* w, void* y, int64_t rows, int64_t hidden, float eps,
+                 bool bf16, void* stream);
+
+/// Splits qkv [n, (H + 2 KV) D] (+ bias), applies the rotary embedding of position
+/// prompt_length + step (cos/sin tables [context, D], float32) to q and k, and writes q to
+/// q_out [KV, n, G, D] and k, v to position `step` of own_k, own_v [KV, n, M, D].
+void rope_qkv(const void* qkv, const void* bias, const float* cos, const float* sin, const int64_t* prompt_length,
+              const int64_t* step, void* q_out, void* own_k, void* own_v, int64_t n, int64_t heads, int64_t kv_heads,
+              int64_t head_dim, int64_t max_tokens, bool bf16, void* stream);
+
+/// Grouped-query attention of q [KV, n, G, D] over the shared prompt's keys/values [KV, Pc, D]
+/// (positions < prompt_length) and each sequence's own [KV, n, M, D] (positions <= step); the
+/// result in out [n, KV * G * D] (head kv * G + g). Scores are rounded to the element type and
+/// divided by sqrt(D) before a float32 softmax.
+void attention(const void* q, const void* prompt_k, const void* prompt_v, const void* own_k, const void* own_v,
+               const int64_t* prompt_length, const int64_t* step, void* out, int64_t n, int64_t kv_heads,
+               int64_t group, int64_t head_dim, int64_t prompt_capacity, int64_t max_tokens, bool bf16, void* stream);
+
+/// out [n, I] = silu(gu[:, :I]) * gu[:, I:] (gu [n, 2I]), each product rounded as torch rounds it.
+void silu_mul(const void* gu, void* out, int64_t n, int64_t intermediate, bool bf16, void* stream);
+
+}  // namespace kbrl::lm::kernels
