@@ -96,6 +96,8 @@ struct BatchDecoder::State {
   torch::Tensor step, prompt_length;              // [1] int64
   // The fused step's activations: the residual stream, its norm, q, attention, MLP and products.
   torch::Tensor x, h, qkv, q, attn, proj, gate_up, act;
+  int64_t attention_splits = 1;
+  torch::Tensor attention_workspace;  // float32, for attention_splits > 1
 #if KBRL_TORCH_CUDA
   std::vector<std::unique_ptr<at::cuda::CUDAGraph>> graphs;  // graph w: steps [w kWindow, (w + 1) kWindow)
 #endif
@@ -192,6 +194,12 @@ BatchDecoder::State& BatchDecoder::state_for(int n, int64_t prompt_length, int m
     s->proj = torch::zeros({n, c.hidden}, dt);
     s->gate_up = torch::zeros({n, 2 * c.intermediate}, dt);
     s->act = torch::zeros({n, c.intermediate}, dt);
+#if KBRL_TORCH_CUDA
+    const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+    s->attention_splits = kernels::attention_splits(n, KV, capacity + max_tokens, sms);
+    s->attention_workspace = torch::zeros(
+        {std::max<int64_t>(1, kernels::attention_workspace_floats(n, KV, H / KV, D, s->attention_splits))}, f32);
+#endif
   }
   states_.push_front(std::move(s));
   if (cuda_graphs_) capture(*states_.front());
@@ -299,7 +307,8 @@ void BatchDecoder::step_fused(State& s) {
                       s.q.data_ptr(), s.own_k[l].data_ptr(), s.own_v[l].data_ptr(), n, H, KV, D, s.max_tokens, bf16,
                       stream);
     kernels::attention(s.q.data_ptr(), s.prompt_k[l].data_ptr(), s.prompt_v[l].data_ptr(), s.own_k[l].data_ptr(),
-                       s.own_v[l].data_ptr(), prompt_length, step, s.attn.data_ptr(), n, KV, H / KV, D,
+                       s.own_v[l].data_ptr(), prompt_length, step, s.attn.data_ptr(),
+                       s.attention_workspace.data_ptr<float>(), s.attention_splits, n, KV, H / KV, D,
                        s.prompt_capacity, s.max_tokens, bf16, stream);
     torch::mm_out(s.proj, s.attn, L.o.t());
     kernels::add_rmsnorm(s.x.data_ptr(), s.proj.data_ptr(), L.ffn_norm.data_ptr<float>(), s.h.data_ptr(), n, c.hidden,

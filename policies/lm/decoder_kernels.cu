@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <type_traits>
 #include <string>
@@ -120,14 +121,17 @@ constexpr int kWarps = 8;
 template <class T, int D, int GMAX>
 __global__ void __launch_bounds__(kWarps * 32)
     attention_kernel(const T* q, const T* prompt_k, const T* prompt_v, const T* own_k, const T* own_v,
-                     const int64_t* prompt_length, const int64_t* step, T* out, int n, int G, int prompt_capacity,
-                     int max_tokens, float root_d) {
+                     const int64_t* prompt_length, const int64_t* step, T* out, float* partial, int n, int G,
+                     int prompt_capacity, int max_tokens, float root_d) {
   constexpr int kLanes = D / 8;         // lanes per key
   constexpr int kPerWarp = 32 / kLanes;  // keys a warp reads at once
-  const int i = blockIdx.x, kv = blockIdx.y, kv_heads = gridDim.y;
+  const int i = blockIdx.x, kv = blockIdx.y, kv_heads = gridDim.y, split = blockIdx.z, splits = gridDim.z;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int sub = lane / kLanes, e0 = (lane % kLanes) * 8;
-  const int P = static_cast<int>(*prompt_length), total = P + static_cast<int>(*step) + 1;
+  const int P = static_cast<int>(*prompt_length), keys = P + static_cast<int>(*step) + 1;
+  // This block's share of the keys (flash-decoding: with few sequences, the keys are split over
+  // blocks so that every SM has work; a second kernel merges the shares).
+  const int chunk = (keys + splits - 1) / splits, first = split * chunk, total = min(keys, first + chunk);
   const T* pk = prompt_k + static_cast<int64_t>(kv) * prompt_capacity * D;
   const T* pv = prompt_v + static_cast<int64_t>(kv) * prompt_capacity * D;
   const T* ok = own_k + (static_cast<int64_t>(kv) * n + i) * max_tokens * D;
@@ -142,7 +146,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int e = 0; e < 8; ++e) acc[g][e] = 0.0f, qv[g][e] = 0.0f;
     if (g < G) load8(q + ((static_cast<int64_t>(kv) * n + i) * G + g) * D + e0, qv[g]);
   }
-  for (int base = warp * kPerWarp; base < total; base += kWarps * kPerWarp) {
+  for (int base = first + warp * kPerWarp; base < total; base += kWarps * kPerWarp) {
     const int j = base + sub;
     const bool valid = j < total;
     float k8[8], v8[8];
@@ -207,6 +211,33 @@ __global__ void __launch_bounds__(kWarps * 32)
       sum += merged[w][g][1] * f;
       value += merged[w][g][2 + d] * f;
     }
+    if (splits == 1) {
+      out[static_cast<int64_t>(i) * kv_heads * G * D + (static_cast<int64_t>(kv) * G + g) * D + d] =
+          from_f<T>(value / sum);
+    } else {  // this share's maximum, sum and unnormalized values, for merge_kernel
+      float* share = partial + (((static_cast<int64_t>(i) * kv_heads + kv) * splits + split) * G + g) * (D + 2);
+      if (d == 0) share[0] = mx, share[1] = sum;
+      share[2 + d] = value;
+    }
+  }
+}
+
+// The shares of attention_kernel merged: block (sequence, kv head), thread (g, d).
+template <class T>
+__global__ void merge_kernel(const float* partial, T* out, int G, int D, int splits) {
+  const int i = blockIdx.x, kv = blockIdx.y, kv_heads = gridDim.y;
+  for (int idx = threadIdx.x; idx < G * D; idx += blockDim.x) {
+    const int g = idx / D, d = idx % D;
+    const float* base = partial + ((static_cast<int64_t>(i) * kv_heads + kv) * splits * G + g) * (D + 2);
+    const int64_t stride = static_cast<int64_t>(G) * (D + 2);
+    float mx = -1e30f;
+    for (int s = 0; s < splits; ++s) mx = fmaxf(mx, base[s * stride]);
+    float sum = 0.0f, value = 0.0f;
+    for (int s = 0; s < splits; ++s) {
+      const float f = expf(base[s * stride] - mx);
+      sum += base[s * stride + 1] * f;
+      value += base[s * stride + 2 + d] * f;
+    }
     out[static_cast<int64_t>(i) * kv_heads * G * D + (static_cast<int64_t>(kv) * G + g) * D + d] = from_f<T>(value / sum);
   }
 }
@@ -222,30 +253,36 @@ __global__ void silu_mul_kernel(const T* gu, T* out, int64_t n, int64_t inter) {
   out[idx] = from_f<T>(round_to<T>(g / (1.0f + expf(-g))) * u);
 }
 
+struct AttentionArgs {
+  const void *q, *pk, *pv, *ok, *ov;
+  const int64_t *plen, *step;
+  void* out;
+  float* partial;
+  int64_t n, kv_heads, group, prompt_capacity, max_tokens, splits;
+  cudaStream_t stream;
+};
+
 template <class T, int D, int GMAX>
-void launch_attention(const void* q, const void* pk, const void* pv, const void* ok, const void* ov,
-                      const int64_t* plen, const int64_t* step, void* out, int64_t n, int64_t kv_heads, int64_t group,
-                      int64_t prompt_capacity, int64_t max_tokens, cudaStream_t stream) {
-  attention_kernel<T, D, GMAX><<<dim3(static_cast<unsigned>(n), static_cast<unsigned>(kv_heads)), kWarps * 32, 0,
-                                 stream>>>(
-      static_cast<const T*>(q), static_cast<const T*>(pk), static_cast<const T*>(pv), static_cast<const T*>(ok),
-      static_cast<const T*>(ov), plen, step, static_cast<T*>(out), static_cast<int>(n), static_cast<int>(group),
-      static_cast<int>(prompt_capacity), static_cast<int>(max_tokens), sqrtf(static_cast<float>(D)));
+void launch_attention(const AttentionArgs& a) {
+  const dim3 grid(static_cast<unsigned>(a.n), static_cast<unsigned>(a.kv_heads), static_cast<unsigned>(a.splits));
+  attention_kernel<T, D, GMAX><<<grid, kWarps * 32, 0, a.stream>>>(
+      static_cast<const T*>(a.q), static_cast<const T*>(a.pk), static_cast<const T*>(a.pv),
+      static_cast<const T*>(a.ok), static_cast<const T*>(a.ov), a.plen, a.step, static_cast<T*>(a.out), a.partial,
+      static_cast<int>(a.n), static_cast<int>(a.group), static_cast<int>(a.prompt_capacity),
+      static_cast<int>(a.max_tokens), sqrtf(static_cast<float>(D)));
+  if (a.splits > 1)
+    merge_kernel<T><<<dim3(static_cast<unsigned>(a.n), static_cast<unsigned>(a.kv_heads)), 256, 0, a.stream>>>(
+        a.partial, static_cast<T*>(a.out), static_cast<int>(a.group), D, static_cast<int>(a.splits));
 }
 
 template <class T, int D>
-void attention_for_group(const void* q, const void* pk, const void* pv, const void* ok, const void* ov,
-                         const int64_t* plen, const int64_t* step, void* out, int64_t n, int64_t kv_heads,
-                         int64_t group, int64_t prompt_capacity, int64_t max_tokens, cudaStream_t stream) {
-  if (group <= 2)
-    launch_attention<T, D, 2>(q, pk, pv, ok, ov, plen, step, out, n, kv_heads, group, prompt_capacity, max_tokens,
-                              stream);
-  else if (group <= 4)
-    launch_attention<T, D, 4>(q, pk, pv, ok, ov, plen, step, out, n, kv_heads, group, prompt_capacity, max_tokens,
-                              stream);
+void attention_for_group(const AttentionArgs& a) {
+  if (a.group <= 2)
+    launch_attention<T, D, 2>(a);
+  else if (a.group <= 4)
+    launch_attention<T, D, 4>(a);
   else
-    launch_attention<T, D, 8>(q, pk, pv, ok, ov, plen, step, out, n, kv_heads, group, prompt_capacity, max_tokens,
-                              stream);
+    launch_attention<T, D, 8>(a);
 }
 
 }  // namespace
@@ -287,28 +324,36 @@ void rope_qkv(const void* qkv, const void* bias, const float* cos, const float* 
   check_launch("rope_qkv");
 }
 
+int64_t attention_splits(int64_t n, int64_t kv_heads, int64_t max_keys, int multiprocessors) {
+  const int64_t blocks = n * kv_heads, want = (2 * multiprocessors + blocks - 1) / blocks;
+  return std::max<int64_t>(1, std::min<int64_t>({want, 64, max_keys / 32}));
+}
+
+int64_t attention_workspace_floats(int64_t n, int64_t kv_heads, int64_t group, int64_t head_dim, int64_t splits) {
+  return splits > 1 ? n * kv_heads * splits * group * (head_dim + 2) : 0;
+}
+
 void attention(const void* q, const void* prompt_k, const void* prompt_v, const void* own_k, const void* own_v,
-               const int64_t* prompt_length, const int64_t* step, void* out, int64_t n, int64_t kv_heads,
-               int64_t group, int64_t head_dim, int64_t prompt_capacity, int64_t max_tokens, bool bf16, void* stream) {
+               const int64_t* prompt_length, const int64_t* step, void* out, float* workspace, int64_t splits,
+               int64_t n, int64_t kv_heads, int64_t group, int64_t head_dim, int64_t prompt_capacity,
+               int64_t max_tokens, bool bf16, void* stream) {
   if (!fused_step_supported(head_dim, group))
     throw std::invalid_argument("kbrl decoder attention: head_dim " + std::to_string(head_dim) + ", group " +
                                 std::to_string(group) + " not supported");
-  const auto s = static_cast<cudaStream_t>(stream);
-#define KBRL_ATTENTION(T, D)                                                                                         \
-  attention_for_group<T, D>(q, prompt_k, prompt_v, own_k, own_v, prompt_length, step, out, n, kv_heads, group,     \
-                            prompt_capacity, max_tokens, s)
+  const AttentionArgs a{q,         prompt_k,  prompt_v, own_k,  own_v,           prompt_length, step,
+                        out,       workspace, n,        kv_heads, group,         prompt_capacity, max_tokens,
+                        splits,    static_cast<cudaStream_t>(stream)};
   if (bf16) {
     if (head_dim == 64)
-      KBRL_ATTENTION(__nv_bfloat16, 64);
+      attention_for_group<__nv_bfloat16, 64>(a);
     else
-      KBRL_ATTENTION(__nv_bfloat16, 128);
+      attention_for_group<__nv_bfloat16, 128>(a);
   } else {
     if (head_dim == 64)
-      KBRL_ATTENTION(float, 64);
+      attention_for_group<float, 64>(a);
     else
-      KBRL_ATTENTION(float, 128);
+      attention_for_group<float, 128>(a);
   }
-#undef KBRL_ATTENTION
   check_launch("attention");
 }
 

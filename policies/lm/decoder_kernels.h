@@ -22,13 +22,21 @@ void rope_qkv(const void* qkv, const void* bias, const float* cos, const float* 
               const int64_t* step, void* q_out, void* own_k, void* own_v, int64_t n, int64_t heads, int64_t kv_heads,
               int64_t head_dim, int64_t max_tokens, bool bf16, void* stream);
 
+/// How many blocks share one sequence's keys (flash-decoding): enough blocks for about two per SM,
+/// at most 64, at least 32 keys each.
+int64_t attention_splits(int64_t n, int64_t kv_heads, int64_t max_keys, int multiprocessors);
+/// The float32 workspace attention() needs for `splits` (0 when 1).
+int64_t attention_workspace_floats(int64_t n, int64_t kv_heads, int64_t group, int64_t head_dim, int64_t splits);
+
 /// Grouped-query attention of q [KV, n, G, D] over the shared prompt's keys/values [KV, Pc, D]
 /// (positions < prompt_length) and each sequence's own [KV, n, M, D] (positions <= step); the
 /// result in out [n, KV * G * D] (head kv * G + g). Scores are rounded to the element type and
-/// divided by sqrt(D) before a float32 softmax.
+/// divided by sqrt(D) before a float32 softmax. With splits > 1 the keys are shared out over that
+/// many blocks per sequence and merged by a second kernel through `workspace`.
 void attention(const void* q, const void* prompt_k, const void* prompt_v, const void* own_k, const void* own_v,
-               const int64_t* prompt_length, const int64_t* step, void* out, int64_t n, int64_t kv_heads,
-               int64_t group, int64_t head_dim, int64_t prompt_capacity, int64_t max_tokens, bool bf16, void* stream);
+               const int64_t* prompt_length, const int64_t* step, void* out, float* workspace, int64_t splits,
+               int64_t n, int64_t kv_heads, int64_t group, int64_t head_dim, int64_t prompt_capacity,
+               int64_t max_tokens, bool bf16, void* stream);
 
 /// out [n, I] = silu(gu[:, :I]) * gu[:, I:] (gu [n, 2I]), each product rounded as torch rounds it.
 void silu_mul(const void* gu, void* out, int64_t n, int64_t intermediate, bool bf16, void* stream);
