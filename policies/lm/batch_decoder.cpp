@@ -231,7 +231,7 @@ torch::Tensor BatchDecoder::sample(State& s) {
   return chosen;
 }
 
-void BatchDecoder::step(State& s, int64_t window) {
+void BatchDecoder::step(State& s, int64_t window, bool exact) {
 #if KBRL_TORCH_CUDA
   if (s.fused) return step_fused(s);
 #endif
@@ -246,9 +246,11 @@ void BatchDecoder::step(State& s, int64_t window) {
   const torch::Tensor position = s.prompt_length + s.step;
   const torch::Tensor cos = net_.rope_cos().index_select(0, position), sin = net_.rope_sin().index_select(0, position);
   const auto i64 = torch::TensorOptions().device(net_.device()).dtype(torch::kInt64);
-  // Masked: prompt positions past the prompt (capacity rounding), own positions past this step.
+  // Masked: prompt positions past the prompt (capacity rounding), own positions past this step; an
+  // exact window (eager steps: the positions written so far, the prompt's own length) needs none.
   const torch::Tensor mask =
-      torch::cat({torch::arange(P, i64) >= s.prompt_length, torch::arange(window, i64) > s.step});
+      exact ? torch::Tensor()
+            : torch::cat({torch::arange(P, i64) >= s.prompt_length, torch::arange(window, i64) > s.step});
   const double root_d = std::sqrt(static_cast<double>(D));
   torch::Tensor x = w.embedding.index_select(0, chosen.view({n}));  // [n, hidden]
   for (size_t l = 0; l < w.layers.size(); ++l) {
@@ -268,7 +270,7 @@ void BatchDecoder::step(State& s, int64_t window) {
         torch::matmul(qg.reshape({KV, n * G, D}), s.prompt_k[l].transpose(1, 2)).view({KV, n, G, P});
     const torch::Tensor on_own = torch::matmul(qg, own_keys.transpose(2, 3));  // [KV, n, G, window]
     torch::Tensor scores = torch::cat({on_prompt, on_own}, -1).to(torch::kFloat32) / root_d;
-    scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
+    if (mask.defined()) scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
     const torch::Tensor p = torch::softmax(scores, -1).to(dtype);
     const torch::Tensor out =
         torch::matmul(p.narrow(-1, 0, P).reshape({KV, n * G, P}), s.prompt_v[l]).view({KV, n, G, D}) +
@@ -332,13 +334,13 @@ void BatchDecoder::capture(State& s) {
   torch::cuda::synchronize();
   {
     c10::cuda::CUDAStreamGuard guard(side);
-    step(s, std::min(kWindow, s.max_tokens));  // once outside a graph: the libraries' lazy set-up
+    step(s, std::min(kWindow, s.max_tokens), false);  // once outside a graph: the libraries' lazy set-up
     side.synchronize();
     const auto pool = at::cuda::graph_pool_handle();
     for (int64_t i = 0; i < windows; ++i) {
       auto graph = std::make_unique<at::cuda::CUDAGraph>();
       graph->capture_begin(pool);
-      step(s, std::min(s.max_tokens, (i + 1) * kWindow));
+      step(s, std::min(s.max_tokens, (i + 1) * kWindow), false);
       graph->capture_end();
       s.graphs.push_back(std::move(graph));
       ++counters_.graphs_captured;
@@ -398,7 +400,7 @@ std::vector<Generation> BatchDecoder::generate(const std::vector<int>& prompt, i
         continue;
       }
 #endif
-      step(s, executed + 1);
+      step(s, executed + 1, s.prompt_capacity == P);
       ++counters_.eager_steps;
     }
     const torch::Tensor fresh = s.tokens.narrow(1, looked, executed - looked).to(torch::kCPU).contiguous();

@@ -43,7 +43,10 @@ class BatchDecoder {
   void refresh_weights();
   State& state_for(int n, int64_t prompt_length, int max_tokens, const GenerateOptions& options);
   torch::Tensor sample(State& s);        // the next tokens, recorded; [n, 1]
-  void step(State& s, int64_t window);   // sample, then the tokens through the model (torch ops)
+  /// Samples, then runs the tokens through the model (torch ops; the fused step on CUDA). `window`:
+  /// the own positions attention reads; `exact`: they and the prompt's capacity hold only written
+  /// positions (no mask needed).
+  void step(State& s, int64_t window, bool exact);
   void step_fused(State& s);             // the same with the fused CUDA kernels (decoder_kernels.h)
   void capture(State& s);
 

@@ -6,22 +6,11 @@
 #include <kbrl/splitmix64.h>
 
 #include "language_model.h"
+#include "layer_checkpoint.h"
 #include "llama_net.h"
 #include "sequence_scores.h"
 
 namespace kbrl::lm {
-
-// ---- LoraLinear ----
-
-torch::Tensor LoraLinear::operator()(const torch::Tensor& x) const {
-  torch::Tensor y = torch::matmul(x, weight.t());
-  if (bias.defined()) y = y + bias;
-  if (a.defined() && adapter_on) {
-    const torch::Tensor xf = x.to(torch::kFloat32);
-    y = y + (torch::matmul(torch::matmul(xf, a.t()), b.t()) * scale).to(y.scalar_type());
-  }
-  return y;
-}
 
 std::vector<std::pair<std::string, LoraLinear*>> LlamaLayer::projections() {
   return {{"q", &q}, {"k", &k}, {"v", &v}, {"o", &o}, {"gate", &gate}, {"up", &up}, {"down", &down}};
@@ -73,19 +62,16 @@ LlamaNet::LlamaNet(const ModelFile& file, torch::Device device, torch::ScalarTyp
   auto w = [&](const std::string& name, torch::ScalarType type) {
     return to_tensor(file.weights.at(name), device, type);
   };
-  embed_ = w("model.embed_tokens.weight", dtype);
-  norm_ = w("model.norm.weight", torch::kFloat32);
-  if (!config_.tied_embeddings) lm_head_ = w("lm_head.weight", dtype);
+  embed_ = w(std::string(kHfEmbedding), dtype);
+  norm_ = w(std::string(kHfFinalNorm), torch::kFloat32);
+  if (!config_.tied_embeddings) lm_head_ = w(std::string(kHfOutput), dtype);
   for (int64_t l = 0; l < config_.layers; ++l) {
-    const std::string h = fmt::format("model.layers.{}.", l);
     LlamaLayer layer;
-    layer.attn_norm = w(h + "input_layernorm.weight", torch::kFloat32);
-    layer.ffn_norm = w(h + "post_attention_layernorm.weight", torch::kFloat32);
+    layer.attn_norm = w(hf_norm_name(l, true), torch::kFloat32);
+    layer.ffn_norm = w(hf_norm_name(l, false), torch::kFloat32);
     for (auto [name, proj] : layer.projections()) {
-      const bool attn = name == "q" || name == "k" || name == "v" || name == "o";
-      const std::string base = h + (attn ? "self_attn." : "mlp.") + name + "_proj.";
-      proj->weight = w(base + "weight", dtype);
-      if (file.weights.count(base + "bias")) proj->bias = w(base + "bias", dtype);
+      proj->weight = w(hf_projection_name(l, name), dtype);
+      if (file.weights.count(hf_projection_name(l, name, "bias"))) proj->bias = w(hf_projection_name(l, name, "bias"), dtype);
     }
     layers_.push_back(std::move(layer));
   }
@@ -179,82 +165,6 @@ torch::Tensor LlamaNet::layer_forward(size_t index, torch::Tensor x, int64_t pas
   return x + layer.down(torch::silu(layer.gate(h)) * layer.up(h));
 }
 
-namespace {
-
-// Activation checkpointing of one decoder layer (reentrant, as torch.utils.checkpoint's original
-// form): the forward keeps only the layer's inputs; the backward runs the layer again with autograd
-// on and back-propagates through it, which accumulates the adapters' gradients directly. Inputs: the
-// hidden states, then the shared prompt's keys and values for this layer (undefined when none).
-// Outputs: the hidden states, then this layer's keys and values when `keep`. (An absent prefix or
-// kept tensor is an empty tensor: autograd functions take and give defined tensors.)
-struct LayerCall {
-  LlamaNet* net = nullptr;
-  size_t index = 0;
-  int64_t past = 0;
-  bool keep = false;
-};
-
-std::vector<torch::Tensor> run_layer(const LayerCall& call, const torch::Tensor& x, const torch::Tensor& pk,
-                                     const torch::Tensor& pv) {
-  LlamaNet::LayerKeep kept;
-  const bool prefix = pk.defined() && pk.numel() > 0;
-  torch::Tensor y = call.net->layer_forward(call.index, x, call.past,
-                                            prefix ? LlamaNet::LayerPrefix{pk, pv} : LlamaNet::LayerPrefix{},
-                                            call.keep ? &kept : nullptr);
-  return {y, kept.k, kept.v};
-}
-
-class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
- public:
-  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, LayerCall call,
-                                                const torch::Tensor& x, const torch::Tensor& pk,
-                                                const torch::Tensor& pv) {
-    ctx->saved_data["net"] = reinterpret_cast<int64_t>(call.net);
-    ctx->saved_data["index"] = static_cast<int64_t>(call.index);
-    ctx->saved_data["past"] = call.past;
-    ctx->saved_data["keep"] = call.keep;
-    ctx->saved_data["prefix"] = pk.numel() > 0;
-    ctx->save_for_backward(pk.numel() > 0 ? torch::autograd::variable_list{x, pk, pv} : torch::autograd::variable_list{x});
-    std::vector<torch::Tensor> out = run_layer(call, x, pk, pv);
-    if (!call.keep) {  // outputs must be tensors: empty stand-ins, marked non-differentiable
-      out[1] = torch::empty({0}, x.options());
-      out[2] = torch::empty({0}, x.options());
-      ctx->mark_non_differentiable({out[1], out[2]});
-    }
-    return out;
-  }
-
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grads) {
-    LayerCall call;
-    call.net = reinterpret_cast<LlamaNet*>(ctx->saved_data["net"].toInt());
-    call.index = static_cast<size_t>(ctx->saved_data["index"].toInt());
-    call.past = ctx->saved_data["past"].toInt();
-    call.keep = ctx->saved_data["keep"].toBool();
-    const bool has_prefix = ctx->saved_data["prefix"].toBool();
-    const torch::autograd::variable_list saved = ctx->get_saved_variables();
-    // Detached copies that require grad: the recomputed graph ends at them.
-    std::vector<torch::Tensor> in;
-    for (const torch::Tensor& t : saved) in.push_back(t.detach().requires_grad_(true));
-    torch::autograd::variable_list outputs, output_grads;
-    {
-      torch::AutoGradMode enable(true);
-      const std::vector<torch::Tensor> out =
-          run_layer(call, in[0], has_prefix ? in[1] : torch::Tensor(), has_prefix ? in[2] : torch::Tensor());
-      for (size_t i = 0; i < out.size(); ++i)
-        if (out[i].defined() && out[i].requires_grad() && i < grads.size() && grads[i].defined()) {
-          outputs.push_back(out[i]);
-          output_grads.push_back(grads[i]);
-        }
-    }
-    if (!outputs.empty()) torch::autograd::backward(outputs, output_grads);
-    auto grad_of = [](const torch::Tensor& t) { return t.grad().defined() ? t.grad() : torch::zeros_like(t); };
-    return {torch::Tensor(), grad_of(in[0]), has_prefix ? grad_of(in[1]) : torch::Tensor(),
-            has_prefix ? grad_of(in[2]) : torch::Tensor()};  // no gradient for the empty stand-ins
-  }
-};
-
-}  // namespace
 
 torch::Tensor LlamaNet::forward(const torch::Tensor& ids, int64_t past, const Prefix* prefix, Prefix* keep) {
   const int64_t B = ids.size(0), T = ids.size(1);
@@ -269,7 +179,7 @@ torch::Tensor LlamaNet::forward(const torch::Tensor& ids, int64_t past, const Pr
     const LayerPrefix lp = prefix ? LayerPrefix{prefix->k[l], prefix->v[l]} : LayerPrefix{};
     if (checkpoint) {
       const torch::Tensor none = torch::empty({0}, x.options());
-      const auto out = CheckpointedLayer::apply(LayerCall{this, l, past, keep != nullptr}, x,
+      const auto out = layer_checkpoint::CheckpointedLayer::apply(layer_checkpoint::LayerCall{this, l, past, keep != nullptr}, x,
                                                 prefix ? lp.k : none, prefix ? lp.v : none);
       x = out[0];
       if (keep) {
@@ -294,18 +204,16 @@ torch::Tensor LlamaNet::logits(const torch::Tensor& hidden) const {
 }
 
 std::vector<std::pair<std::string, torch::Tensor*>> LlamaNet::named_weights() {
-  std::vector<std::pair<std::string, torch::Tensor*>> out = {{"model.embed_tokens.weight", &embed_},
-                                                             {"model.norm.weight", &norm_}};
-  if (lm_head_.defined()) out.push_back({"lm_head.weight", &lm_head_});
+  std::vector<std::pair<std::string, torch::Tensor*>> out = {{std::string(kHfEmbedding), &embed_},
+                                                             {std::string(kHfFinalNorm), &norm_}};
+  if (lm_head_.defined()) out.push_back({std::string(kHfOutput), &lm_head_});
   for (size_t l = 0; l < layers_.size(); ++l) {
-    const std::string h = fmt::format("model.layers.{}.", l);
-    out.push_back({h + "input_layernorm.weight", &layers_[l].attn_norm});
-    out.push_back({h + "post_attention_layernorm.weight", &layers_[l].ffn_norm});
+    const auto layer = static_cast<int64_t>(l);
+    out.push_back({hf_norm_name(layer, true), &layers_[l].attn_norm});
+    out.push_back({hf_norm_name(layer, false), &layers_[l].ffn_norm});
     for (auto [name, proj] : layers_[l].projections()) {
-      const bool attn = name == "q" || name == "k" || name == "v" || name == "o";
-      const std::string base = h + (attn ? "self_attn." : "mlp.") + name + "_proj.";
-      out.push_back({base + "weight", &proj->weight});
-      if (proj->bias.defined()) out.push_back({base + "bias", &proj->bias});
+      out.push_back({hf_projection_name(layer, name), &proj->weight});
+      if (proj->bias.defined()) out.push_back({hf_projection_name(layer, name, "bias"), &proj->bias});
     }
   }
   return out;

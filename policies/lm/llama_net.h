@@ -1,27 +1,18 @@
 #pragma once
 // Internal to kbrl::lm (includes libtorch): the Llama-family decoder as tensors. Hugging Face's
 // computation: RMSNorm (in float32), rotate-half rotary embeddings, grouped-query attention,
-// SwiGLU, tied or untied output. Every projection can carry a LoRA adapter
-// (W x + (alpha / r) B A x, A Kaiming-uniform, B zero). Base weights never train while an adapter
-// is present; without one, nothing trains (kbrl adapts language models by LoRA only).
+// SwiGLU, tied or untied output. Every projection is a LoraLinear (lora_linear.h). Base weights
+// never train while an adapter is present; without one, nothing trains (kbrl adapts language models
+// by LoRA only). Activation checkpointing: layer_checkpoint.h.
 #include <torch/torch.h>
 
 #include <string>
 #include <vector>
 
+#include "lora_linear.h"
 #include "model_file.h"
 
 namespace kbrl::lm {
-
-struct LoraLinear {
-  torch::Tensor weight;  // [out, in], compute dtype, no grad
-  torch::Tensor bias;    // [out] or undefined
-  torch::Tensor a;       // [r, in] float32, trains; undefined without an adapter
-  torch::Tensor b;       // [out, r] float32, trains
-  double scale = 0.0;    // alpha / r
-  bool adapter_on = true;  // false: the reference (base) model, e.g. for the KL term
-  torch::Tensor operator()(const torch::Tensor& x) const;
-};
 
 struct LlamaLayer {
   torch::Tensor attn_norm, ffn_norm;  // [hidden] float32

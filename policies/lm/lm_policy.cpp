@@ -16,56 +16,21 @@ constexpr std::string_view kKeys =
     "device, dtype, graphs, max_tokens, top_p, style, shots, system, targets, micro_batch, checkpoint";
 const std::vector<std::string> kTargets = {"q", "k", "v", "o", "gate", "up", "down"};
 
-// A named architecture's exact shapes (random weights, the byte tokenizer padded with unused tokens
-// to the architecture's vocabulary): for measuring speed and memory where the weights cannot travel.
-struct ShapePreset {
-  std::string_view name;
-  LlamaConfig config;
-};
-
-LlamaConfig shape(std::string arch, int64_t layers, int64_t hidden, int64_t heads, int64_t kv_heads,
-                  int64_t intermediate, int64_t vocab, double theta, double eps, bool bias) {
-  LlamaConfig c;
-  c.architecture = std::move(arch);
-  c.layers = layers;
-  c.hidden = hidden;
-  c.heads = heads;
-  c.kv_heads = kv_heads;
-  c.head_dim = hidden / heads;
-  c.intermediate = intermediate;
-  c.vocab_size = vocab;
-  c.rope_theta = theta;
-  c.rms_eps = eps;
-  c.attention_bias = bias;
-  c.tied_embeddings = true;
-  return c;
-}
-
-const std::vector<ShapePreset>& shape_presets() {
-  static const std::vector<ShapePreset> presets = {
-      {"smollm2-135m", shape("llama", 30, 576, 9, 3, 1536, 49152, 100000.0, 1e-5, false)},
-      {"qwen2.5-0.5b", shape("qwen2", 24, 896, 14, 2, 4864, 151936, 1000000.0, 1e-6, true)},
-      {"qwen2.5-1.5b", shape("qwen2", 28, 1536, 12, 2, 8960, 151936, 1000000.0, 1e-6, true)},
-  };
-  return presets;
-}
-
 // "random:<layers>x<hidden>[:seed]": a Llama-shaped model with random weights and a byte-level
 // tokenizer (for plumbing and throughput where no model file can travel). "random:<preset>[:seed]":
-// one of shape_presets() (smollm2-135m, qwen2.5-0.5b, qwen2.5-1.5b).
+// a named architecture's exact shapes (llama_preset: smollm2-135m, qwen2.5-0.5b, qwen2.5-1.5b), the
+// byte tokenizer padded with unused tokens to its vocabulary, for speed and memory figures.
 LanguageModel random_model(const std::string& spec, const ModelOptions& options) {
   LlamaConfig c;
   unsigned long long seed = 0;
   TokenizerData t = byte_tokenizer_data();
   const std::string rest = spec.substr(std::string_view("random:").size());
-  const auto preset = std::find_if(shape_presets().begin(), shape_presets().end(), [&](const ShapePreset& p) {
-    return rest.rfind(p.name, 0) == 0 && (rest.size() == p.name.size() || rest[p.name.size()] == ':');
-  });
-  if (preset != shape_presets().end()) {
-    const std::string tail = rest.substr(preset->name.size());
+  const std::string name = rest.substr(0, rest.find(':'));
+  if (const std::optional<LlamaConfig> preset = llama_preset(name)) {
+    const std::string tail = rest.substr(name.size());
     KBRL_CHECK_INPUT(tail.empty() || std::sscanf(tail.c_str(), ":%llu", &seed) == 1,
-                     "random model '{}': expected random:{}[:seed]", spec, preset->name);
-    c = preset->config;
+                     "random model '{}': expected random:{}[:seed]", spec, name);
+    c = *preset;
     for (int64_t i = static_cast<int64_t>(t.tokens.size()); i < c.vocab_size; ++i) {
       t.tokens.push_back(fmt::format("<|unused_{}|>", i));
       t.token_types.push_back(5);
@@ -75,8 +40,8 @@ LanguageModel random_model(const std::string& spec, const ModelOptions& options)
     const int got = std::sscanf(spec.c_str(), "random:%dx%d:%llu", &layers, &hidden, &seed);
     KBRL_CHECK_INPUT(got >= 2 && layers >= 1 && layers <= 64 && hidden >= 64 && hidden % 64 == 0 && hidden <= 8192,
                      "random model '{}': expected random:<layers>x<hidden>[:seed] (hidden a multiple of 64) or "
-                     "random:<preset>[:seed] with a preset of smollm2-135m, qwen2.5-0.5b, qwen2.5-1.5b",
-                     spec);
+                     "random:<preset>[:seed] with a preset of {}",
+                     spec, llama_preset_names());
     c.layers = layers;
     c.hidden = hidden;
     c.heads = hidden / 64;
@@ -85,8 +50,8 @@ LanguageModel random_model(const std::string& spec, const ModelOptions& options)
     c.intermediate = (hidden * 8 / 3 + 63) / 64 * 64;
     c.tied_embeddings = false;  // see LlamaNet's random constructor
     c.vocab_size = static_cast<int64_t>(t.tokens.size());
+    c.context_length = 8192;
   }
-  c.context_length = 8192;
   ChatTemplate chat;
   chat.family = ChatFamily::chatml;
   return LanguageModel(c, std::move(t), chat, seed, options);

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -57,6 +59,20 @@ struct ModelFile {
 ModelFile read_model_file(const std::filesystem::path& path);
 ModelFile read_gguf_model(const std::filesystem::path& file);
 ModelFile read_hf_model(const std::filesystem::path& folder);
+/// Hugging Face's names of a decoder's weights (the one place they are spelled; the GGUF reader maps
+/// GGUF's names onto them): layer `layer`'s projection (q, k, v, o, gate, up, down) and part
+/// (weight, bias), and its norm before attention (`attention` true) or before the MLP.
+std::string hf_projection_name(int64_t layer, std::string_view projection, std::string_view part = "weight");
+std::string hf_norm_name(int64_t layer, bool attention);
+inline constexpr std::string_view kHfEmbedding = "model.embed_tokens.weight", kHfFinalNorm = "model.norm.weight",
+                                  kHfOutput = "lm_head.weight";
+
+/// Named architectures' exact shapes (context 8192): smollm2-135m, qwen2.5-0.5b, qwen2.5-1.5b;
+/// nullopt for another name.
+std::optional<LlamaConfig> llama_preset(std::string_view name);
+/// The preset names, comma-separated (for error messages).
+std::string llama_preset_names();
+
 /// Every weight a decoder of `config` needs, under Hugging Face names, with its torch shape.
 std::vector<std::pair<std::string, std::vector<int64_t>>> expected_weights(const LlamaConfig& config);
 /// InputError naming `where` and the weight when one is missing or of the wrong shape for `m.config`

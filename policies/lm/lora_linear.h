@@ -1,0 +1,29 @@
+#pragma once
+// Internal to kbrl::lm (includes libtorch): a projection that can carry a LoRA adapter,
+// W x + b + (alpha / r) B A x, with A Kaiming-uniform and B zero at the start (LmPolicy's
+// reset_adapter), both float32 whatever W's type. BatchDecoder samples with the adapter merged into
+// W instead (batch_decoder.cpp's merged()).
+#include <torch/torch.h>
+
+namespace kbrl::lm {
+
+struct LoraLinear {
+  torch::Tensor weight;  // [out, in], compute dtype, no grad
+  torch::Tensor bias;    // [out] or undefined
+  torch::Tensor a;       // [r, in] float32, trains; undefined without an adapter
+  torch::Tensor b;       // [out, r] float32, trains
+  double scale = 0.0;    // alpha / r
+  bool adapter_on = true;  // false: the reference (base) model, e.g. for the KL term
+
+  torch::Tensor operator()(const torch::Tensor& x) const {
+    torch::Tensor y = torch::matmul(x, weight.t());
+    if (bias.defined()) y = y + bias;
+    if (a.defined() && adapter_on) {
+      const torch::Tensor xf = x.to(torch::kFloat32);
+      y = y + (torch::matmul(torch::matmul(xf, a.t()), b.t()) * scale).to(y.scalar_type());
+    }
+    return y;
+  }
+};
+
+}  // namespace kbrl::lm
