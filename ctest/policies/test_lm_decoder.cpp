@@ -149,7 +149,7 @@ TEST(BatchDecoder, FollowsAdapterUpdates) {
   {
     torch::NoGradGuard no_grad;
     torch::manual_seed(9);
-    for (LlamaLayer& layer : m.net().layers())
+    for (TransformerBlock& layer : m.net().layers())
       for (auto& [name, proj] : layer.projections()) {
         proj->a = torch::randn({4, proj->weight.size(1)}) * 0.3;
         proj->b = torch::zeros({proj->weight.size(0), 4});
@@ -161,7 +161,7 @@ TEST(BatchDecoder, FollowsAdapterUpdates) {
   EXPECT_EQ(m.decoder_counters().weight_refreshes, refreshes + 1);
   {
     torch::NoGradGuard no_grad;  // an optimizer's step: B changed in place
-    for (LlamaLayer& layer : m.net().layers())
+    for (TransformerBlock& layer : m.net().layers())
       for (auto& [name, proj] : layer.projections()) proj->b.normal_(0.0, 0.5);
   }
   expect_like_reference(m, prompt, 1, o, 1e-4);
@@ -207,8 +207,8 @@ TEST(BatchDecoderGpu, WideHeadsWithBiasesMatchTheReference) {
   LanguageModel m(c, byte_tokenizer_data(), chat, 6, mo);
   {
     torch::NoGradGuard no_grad;
-    for (LlamaLayer& layer : m.net().layers())
-      for (LoraLinear* p : {&layer.q, &layer.k, &layer.v}) p->bias.normal_(0.0, 0.5);
+    for (TransformerBlock& layer : m.net().layers())
+      for (LoraLinear* p : {&layer.attention.q, &layer.attention.k, &layer.attention.v}) p->bias.normal_(0.0, 0.5);
   }
   GenerateOptions o;
   o.temperature = 0;

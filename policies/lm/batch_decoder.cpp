@@ -43,7 +43,7 @@ uint64_t identity(uint64_t h, const torch::Tensor& t) {
 uint64_t fingerprint(LlamaNet& net) {
   uint64_t h = 0;
   for (auto& [name, tensor] : net.named_weights()) h = identity(h, *tensor);
-  for (LlamaLayer& layer : net.layers())
+  for (TransformerBlock& layer : net.layers())
     for (auto& [name, proj] : layer.projections()) {
       h = identity(identity(h, proj->a), proj->b);
       uint64_t scale_bits = 0;
@@ -127,20 +127,21 @@ void BatchDecoder::refresh_weights() {
   Weights& w = *weights_;
   w.layers.resize(net_.layers().size());
   for (size_t l = 0; l < w.layers.size(); ++l) {
-    const LlamaLayer& in = net_.layers()[l];
+    const TransformerBlock& in = net_.layers()[l];
     Weights::Layer& out = w.layers[l];
-    assign(out.attn_norm, in.attn_norm);
-    assign(out.ffn_norm, in.ffn_norm);
-    assign(out.qkv, torch::cat({merged(in.q), merged(in.k), merged(in.v)}, 0));
-    if (in.q.bias.defined() || in.k.bias.defined() || in.v.bias.defined()) {
+    const Attention& a = in.attention;
+    assign(out.attn_norm, in.attn_norm.weight);
+    assign(out.ffn_norm, in.ffn_norm.weight);
+    assign(out.qkv, torch::cat({merged(a.q), merged(a.k), merged(a.v)}, 0));
+    if (a.q.bias.defined() || a.k.bias.defined() || a.v.bias.defined()) {
       auto bias = [](const LoraLinear& p) {
         return p.bias.defined() ? p.bias : torch::zeros({p.weight.size(0)}, p.weight.options());
       };
-      assign(out.qkv_bias, torch::cat({bias(in.q), bias(in.k), bias(in.v)}, 0));
+      assign(out.qkv_bias, torch::cat({bias(a.q), bias(a.k), bias(a.v)}, 0));
     }
-    assign(out.o, merged(in.o));
-    assign(out.gate_up, torch::cat({merged(in.gate), merged(in.up)}, 0));
-    assign(out.down, merged(in.down));
+    assign(out.o, merged(a.o));
+    assign(out.gate_up, torch::cat({merged(in.ffn.gate), merged(in.ffn.up)}, 0));
+    assign(out.down, merged(in.ffn.down));
   }
   assign(w.embedding, net_.embedding());
   assign(w.final_norm, net_.final_norm());

@@ -24,10 +24,10 @@ struct LayerCall {
 
 inline std::vector<torch::Tensor> run_layer(const LayerCall& call, const torch::Tensor& x, const torch::Tensor& pk,
                                      const torch::Tensor& pv) {
-  LlamaNet::LayerKeep kept;
+  LayerKeep kept;
   const bool prefix = pk.defined() && pk.numel() > 0;
   torch::Tensor y = call.net->layer_forward(call.index, x, call.past,
-                                            prefix ? LlamaNet::LayerPrefix{pk, pv} : LlamaNet::LayerPrefix{},
+                                            prefix ? LayerPrefix{pk, pv} : LayerPrefix{},
                                             call.keep ? &kept : nullptr);
   return {y, kept.k, kept.v};
 }

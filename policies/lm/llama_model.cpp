@@ -1,5 +1,5 @@
-// LlamaNet (llama_net.h) and LanguageModel (language_model.h): the decoder's forward pass, the
-// KV-cache sampler and sequence scoring.
+// LlamaNet (llama_net.h): the blocks, the decoder's forward pass (with activation checkpointing),
+// the weights by Hugging Face name.
 #include <cmath>
 
 #include <kbrl/error.h>
@@ -12,8 +12,9 @@
 
 namespace kbrl::lm {
 
-std::vector<std::pair<std::string, LoraLinear*>> LlamaLayer::projections() {
-  return {{"q", &q}, {"k", &k}, {"v", &v}, {"o", &o}, {"gate", &gate}, {"up", &up}, {"down", &down}};
+std::vector<std::pair<std::string, LoraLinear*>> TransformerBlock::projections() {
+  return {{"q", &attention.q},  {"k", &attention.k}, {"v", &attention.v},   {"o", &attention.o},
+          {"gate", &ffn.gate}, {"up", &ffn.up},     {"down", &ffn.down}};
 }
 
 // ---- LlamaNet ----
@@ -63,12 +64,12 @@ LlamaNet::LlamaNet(const ModelFile& file, torch::Device device, torch::ScalarTyp
     return to_tensor(file.weights.at(name), device, type);
   };
   embed_ = w(std::string(kHfEmbedding), dtype);
-  norm_ = w(std::string(kHfFinalNorm), torch::kFloat32);
+  norm_ = {w(std::string(kHfFinalNorm), torch::kFloat32), config_.rms_eps};
   if (!config_.tied_embeddings) lm_head_ = w(std::string(kHfOutput), dtype);
   for (int64_t l = 0; l < config_.layers; ++l) {
-    LlamaLayer layer;
-    layer.attn_norm = w(hf_norm_name(l, true), torch::kFloat32);
-    layer.ffn_norm = w(hf_norm_name(l, false), torch::kFloat32);
+    TransformerBlock layer = empty_block();
+    layer.attn_norm.weight = w(hf_norm_name(l, true), torch::kFloat32);
+    layer.ffn_norm.weight = w(hf_norm_name(l, false), torch::kFloat32);
     for (auto [name, proj] : layer.projections()) {
       proj->weight = w(hf_projection_name(l, name), dtype);
       if (file.weights.count(hf_projection_name(l, name, "bias"))) proj->bias = w(hf_projection_name(l, name, "bias"), dtype);
@@ -83,7 +84,7 @@ LlamaNet::LlamaNet(const LlamaConfig& c, uint64_t seed, torch::Device device, to
   uint64_t state = seed;
   const int64_t q = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim;
   embed_ = random_tensor({c.vocab_size, c.hidden}, 0.02, state, device, dtype);
-  norm_ = torch::ones({c.hidden}, torch::TensorOptions().device(device).dtype(torch::kFloat32));
+  norm_ = {torch::ones({c.hidden}, torch::TensorOptions().device(device).dtype(torch::kFloat32)), c.rms_eps};
   // An untied output of std 1/sqrt(hidden): logits start near unit scale and can reach sqrt(hidden).
   // With 0.02 and unit norm weights (LoRA trains neither), no logit passes 0.02 * hidden (5 at
   // hidden 256), no token gets past p = 0.4 and SFT stalls; a tied output of that scale would
@@ -92,19 +93,19 @@ LlamaNet::LlamaNet(const LlamaConfig& c, uint64_t seed, torch::Device device, to
     lm_head_ = random_tensor({c.vocab_size, c.hidden}, 1.0 / std::sqrt(static_cast<double>(c.hidden)), state, device,
                              dtype);
   for (int64_t l = 0; l < c.layers; ++l) {
-    LlamaLayer layer;
-    layer.attn_norm = norm_.clone();
-    layer.ffn_norm = norm_.clone();
-    layer.q.weight = random_tensor({q, c.hidden}, 0.02, state, device, dtype);
-    layer.k.weight = random_tensor({kv, c.hidden}, 0.02, state, device, dtype);
-    layer.v.weight = random_tensor({kv, c.hidden}, 0.02, state, device, dtype);
-    layer.o.weight = random_tensor({c.hidden, q}, 0.02, state, device, dtype);
-    layer.gate.weight = random_tensor({c.intermediate, c.hidden}, 0.02, state, device, dtype);
-    layer.up.weight = random_tensor({c.intermediate, c.hidden}, 0.02, state, device, dtype);
-    layer.down.weight = random_tensor({c.hidden, c.intermediate}, 0.02, state, device, dtype);
+    TransformerBlock layer = empty_block();
+    layer.attn_norm.weight = norm_.weight.clone();
+    layer.ffn_norm.weight = norm_.weight.clone();
+    Attention& a = layer.attention;
+    a.q.weight = random_tensor({q, c.hidden}, 0.02, state, device, dtype);
+    a.k.weight = random_tensor({kv, c.hidden}, 0.02, state, device, dtype);
+    a.v.weight = random_tensor({kv, c.hidden}, 0.02, state, device, dtype);
+    a.o.weight = random_tensor({c.hidden, q}, 0.02, state, device, dtype);
+    layer.ffn.gate.weight = random_tensor({c.intermediate, c.hidden}, 0.02, state, device, dtype);
+    layer.ffn.up.weight = random_tensor({c.intermediate, c.hidden}, 0.02, state, device, dtype);
+    layer.ffn.down.weight = random_tensor({c.hidden, c.intermediate}, 0.02, state, device, dtype);
     if (c.attention_bias)
-      for (LoraLinear* p : {&layer.q, &layer.k, &layer.v})
-        p->bias = torch::zeros({p->weight.size(0)}, p->weight.options());
+      for (LoraLinear* p : {&a.q, &a.k, &a.v}) p->bias = torch::zeros({p->weight.size(0)}, p->weight.options());
     layers_.push_back(std::move(layer));
   }
   init_rope();
@@ -121,15 +122,23 @@ void LlamaNet::init_rope() {
   rope_sin_ = torch::cat({angles.sin(), angles.sin()}, -1).to(device_, torch::kFloat32);
 }
 
-torch::Tensor LlamaNet::attention(const LlamaLayer& layer, const torch::Tensor& x, int64_t past,
-                                  const LayerPrefix& prefix, LayerKeep* keep) {
-  const int64_t B = x.size(0), T = x.size(1), H = config_.heads, KV = config_.kv_heads, D = config_.head_dim;
-  torch::Tensor q = layer.q(x).view({B, T, H, D}).transpose(1, 2);
-  torch::Tensor k = layer.k(x).view({B, T, KV, D}).transpose(1, 2);
-  torch::Tensor v = layer.v(x).view({B, T, KV, D}).transpose(1, 2);
-  const torch::Tensor cos = rope_cos_.narrow(0, past, T), sin = rope_sin_.narrow(0, past, T);
-  q = apply_rope(q, cos, sin);
-  k = apply_rope(k, cos, sin);
+TransformerBlock LlamaNet::empty_block() const {
+  TransformerBlock b;
+  b.attn_norm.eps = b.ffn_norm.eps = config_.rms_eps;
+  b.attention.heads = config_.heads;
+  b.attention.kv_heads = config_.kv_heads;
+  b.attention.head_dim = config_.head_dim;
+  return b;
+}
+
+torch::Tensor Attention::operator()(const torch::Tensor& x, const RopeRows& rope, const LayerPrefix& prefix,
+                                    LayerKeep* keep) const {
+  const int64_t B = x.size(0), T = x.size(1), H = heads, KV = kv_heads, D = head_dim;
+  torch::Tensor q = this->q(x).view({B, T, H, D}).transpose(1, 2);
+  torch::Tensor k = this->k(x).view({B, T, KV, D}).transpose(1, 2);
+  torch::Tensor v = this->v(x).view({B, T, KV, D}).transpose(1, 2);
+  q = apply_rope(q, rope.cos, rope.sin);
+  k = apply_rope(k, rope.cos, rope.sin);
   if (keep) {
     keep->k = k;
     keep->v = v;
@@ -147,22 +156,20 @@ torch::Tensor LlamaNet::attention(const LlamaLayer& layer, const torch::Tensor& 
   torch::Tensor scores =
       torch::matmul(qg, keys.transpose(-1, -2)).to(torch::kFloat32) / std::sqrt(static_cast<double>(D));
   if (T > 1) {
-    const auto opts = torch::TensorOptions().device(device_).dtype(torch::kInt64);
+    const auto opts = torch::TensorOptions().device(x.device()).dtype(torch::kInt64);
     const torch::Tensor row_pos = (torch::arange(T, opts) + (S - T)).repeat({G});  // row g*T + t is position t
     const torch::Tensor mask = torch::arange(S, opts).unsqueeze(0) > row_pos.unsqueeze(1);
     scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
   }
-  const torch::Tensor p = torch::softmax(scores, -1).to(dtype_);
+  const torch::Tensor p = torch::softmax(scores, -1).to(x.scalar_type());
   const torch::Tensor out = torch::matmul(p, values).reshape({B, H, T, D}).transpose(1, 2).reshape({B, T, H * D});
-  return layer.o(out);
+  return o(out);
 }
 
 torch::Tensor LlamaNet::layer_forward(size_t index, torch::Tensor x, int64_t past, const LayerPrefix& prefix,
                                       LayerKeep* keep) {
-  const LlamaLayer& layer = layers_[index];
-  x = x + attention(layer, rms_norm(x, layer.attn_norm, config_.rms_eps), past, prefix, keep);
-  const torch::Tensor h = rms_norm(x, layer.ffn_norm, config_.rms_eps);
-  return x + layer.down(torch::silu(layer.gate(h)) * layer.up(h));
+  const int64_t T = x.size(1);
+  return layers_[index](x, RopeRows{rope_cos_.narrow(0, past, T), rope_sin_.narrow(0, past, T)}, prefix, keep);
 }
 
 
@@ -196,7 +203,7 @@ torch::Tensor LlamaNet::forward(const torch::Tensor& ids, int64_t past, const Pr
     }
   }
   if (keep) keep->length = past + T;
-  return rms_norm(x, norm_, config_.rms_eps);
+  return norm_(x);
 }
 
 torch::Tensor LlamaNet::logits(const torch::Tensor& hidden) const {
@@ -205,12 +212,12 @@ torch::Tensor LlamaNet::logits(const torch::Tensor& hidden) const {
 
 std::vector<std::pair<std::string, torch::Tensor*>> LlamaNet::named_weights() {
   std::vector<std::pair<std::string, torch::Tensor*>> out = {{std::string(kHfEmbedding), &embed_},
-                                                             {std::string(kHfFinalNorm), &norm_}};
+                                                             {std::string(kHfFinalNorm), &norm_.weight}};
   if (lm_head_.defined()) out.push_back({std::string(kHfOutput), &lm_head_});
   for (size_t l = 0; l < layers_.size(); ++l) {
     const auto layer = static_cast<int64_t>(l);
-    out.push_back({hf_norm_name(layer, true), &layers_[l].attn_norm});
-    out.push_back({hf_norm_name(layer, false), &layers_[l].ffn_norm});
+    out.push_back({hf_norm_name(layer, true), &layers_[l].attn_norm.weight});
+    out.push_back({hf_norm_name(layer, false), &layers_[l].ffn_norm.weight});
     for (auto [name, proj] : layers_[l].projections()) {
       out.push_back({hf_projection_name(layer, name), &proj->weight});
       if (proj->bias.defined()) out.push_back({hf_projection_name(layer, name, "bias"), &proj->bias});
@@ -220,7 +227,7 @@ std::vector<std::pair<std::string, torch::Tensor*>> LlamaNet::named_weights() {
 }
 
 void LlamaNet::set_adapters_on(bool on) {
-  for (LlamaLayer& layer : layers_)
+  for (TransformerBlock& layer : layers_)
     for (auto [name, proj] : layer.projections()) proj->adapter_on = on;
 }
 

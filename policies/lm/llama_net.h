@@ -14,18 +14,59 @@
 
 namespace kbrl::lm {
 
-struct LlamaLayer {
-  torch::Tensor attn_norm, ffn_norm;  // [hidden] float32
-  LoraLinear q, k, v, o, gate, up, down;
-  /// The adaptable projections by their short names (q, k, v, o, gate, up, down).
-  std::vector<std::pair<std::string, LoraLinear*>> projections();
-};
-
 /// RMSNorm in float32 (the result in x's dtype).
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& w, double eps);
 /// Rotate-half rotary embedding of x [..., head_dim] by the rows cos, sin [..., head_dim] (float32
 /// arithmetic, the result in x's dtype).
 torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+
+// ---- the blocks (gpt-fast's shape: a norm, attention, a feed-forward, the block of them) ----
+
+struct RmsNorm {
+  torch::Tensor weight;  // [hidden] float32
+  double eps = 1e-5;
+  torch::Tensor operator()(const torch::Tensor& x) const { return rms_norm(x, weight, eps); }
+};
+
+/// A shared prompt's keys and values for one layer (undefined: none), and what a layer keeps of
+/// the tokens it computes (keys after the rotary embedding).
+struct LayerPrefix {
+  torch::Tensor k, v;  // [1, kv_heads, P, head_dim]
+};
+struct LayerKeep {
+  torch::Tensor k, v;  // [batch, kv_heads, T, head_dim]
+};
+
+/// The rotary tables' rows of a forward pass's positions, [T, head_dim] float32.
+struct RopeRows {
+  torch::Tensor cos, sin;
+};
+
+/// Grouped-query attention of x [batch, T, hidden], causal over the T tokens plus the prefix.
+struct Attention {
+  LoraLinear q, k, v, o;
+  int64_t heads = 0, kv_heads = 0, head_dim = 0;
+  torch::Tensor operator()(const torch::Tensor& x, const RopeRows& rope, const LayerPrefix& prefix,
+                           LayerKeep* keep) const;
+};
+
+/// SwiGLU: down(silu(gate x) * up x).
+struct FeedForward {
+  LoraLinear gate, up, down;
+  torch::Tensor operator()(const torch::Tensor& x) const { return down(torch::silu(gate(x)) * up(x)); }
+};
+
+struct TransformerBlock {
+  RmsNorm attn_norm, ffn_norm;
+  Attention attention;
+  FeedForward ffn;
+  torch::Tensor operator()(torch::Tensor x, const RopeRows& rope, const LayerPrefix& prefix, LayerKeep* keep) const {
+    x = x + attention(attn_norm(x), rope, prefix, keep);
+    return x + ffn(ffn_norm(x));
+  }
+  /// The adaptable projections by their short names (q, k, v, o, gate, up, down).
+  std::vector<std::pair<std::string, LoraLinear*>> projections();
+};
 
 /// What a forward pass returns: the final hidden states (after the last norm), [batch, T, hidden].
 class LlamaNet {
@@ -48,13 +89,6 @@ class LlamaNet {
     int64_t length = 0;
   };
   torch::Tensor forward(const torch::Tensor& ids, int64_t past, const Prefix* prefix = nullptr, Prefix* keep = nullptr);
-  /// One layer's prompt keys/values (undefined: none) and what it keeps of its own.
-  struct LayerPrefix {
-    torch::Tensor k, v;  // [1, kv_heads, P, head_dim]
-  };
-  struct LayerKeep {
-    torch::Tensor k, v;
-  };
   /// Layer `index` of forward(): hidden states in, hidden states out.
   torch::Tensor layer_forward(size_t index, torch::Tensor x, int64_t past, const LayerPrefix& prefix, LayerKeep* keep);
   /// Activation checkpointing: a forward with gradients and no cache keeps only each layer's inputs
@@ -66,15 +100,15 @@ class LlamaNet {
   torch::Tensor logits(const torch::Tensor& hidden) const;
 
   const torch::Tensor& embedding() const { return embed_; }
-  const torch::Tensor& final_norm() const { return norm_; }
+  const torch::Tensor& final_norm() const { return norm_.weight; }
   /// The output projection [vocab, hidden] (the embedding when tied).
   const torch::Tensor& output_weight() const { return lm_head_.defined() ? lm_head_ : embed_; }
   /// Rotary tables [context, head_dim], float32.
   const torch::Tensor& rope_cos() const { return rope_cos_; }
   const torch::Tensor& rope_sin() const { return rope_sin_; }
 
-  std::vector<LlamaLayer>& layers() { return layers_; }
-  const std::vector<LlamaLayer>& layers() const { return layers_; }
+  std::vector<TransformerBlock>& layers() { return layers_; }
+  const std::vector<TransformerBlock>& layers() const { return layers_; }
   /// Base weights under Hugging Face names (for checkpoints).
   std::vector<std::pair<std::string, torch::Tensor*>> named_weights();
   /// Turns every adapter on or off (off = the base model).
@@ -82,14 +116,14 @@ class LlamaNet {
 
  private:
   void init_rope();
-  torch::Tensor attention(const LlamaLayer& layer, const torch::Tensor& x, int64_t past, const LayerPrefix& prefix,
-                          LayerKeep* keep);
+  TransformerBlock empty_block() const;  // the block's shape and norms' epsilon, no weights yet
 
   LlamaConfig config_;
   torch::Device device_;
   torch::ScalarType dtype_;
-  torch::Tensor embed_, norm_, lm_head_;  // lm_head_ undefined when tied
-  std::vector<LlamaLayer> layers_;
+  torch::Tensor embed_, lm_head_;  // lm_head_ undefined when tied
+  RmsNorm norm_;
+  std::vector<TransformerBlock> layers_;
   torch::Tensor rope_cos_, rope_sin_;  // [context, head_dim] float32
   bool checkpointing_ = false;
 };

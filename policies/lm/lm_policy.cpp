@@ -125,7 +125,7 @@ LmOptions parse_lm_spec(std::string_view spec) {
 
 std::vector<torch::Tensor> LmPolicy::Impl::trainable() {
   std::vector<torch::Tensor> out;
-  for (LlamaLayer& layer : model.net().layers())
+  for (TransformerBlock& layer : model.net().layers())
     for (auto [name, proj] : layer.projections())
       if (proj->a.defined()) {
         out.push_back(proj->a);
@@ -285,7 +285,7 @@ void LmPolicy::reset_adapter(uint64_t seed) {
 void LmPolicy::merge_adapter() {
   if (!impl_->lora) return;
   torch::NoGradGuard no_grad;
-  for (LlamaLayer& layer : impl_->model.net().layers())
+  for (TransformerBlock& layer : impl_->model.net().layers())
     for (auto [name, proj] : layer.projections())
       if (proj->a.defined())
         proj->weight.add_((torch::matmul(proj->b, proj->a) * proj->scale).to(proj->weight.scalar_type()));
@@ -293,7 +293,7 @@ void LmPolicy::merge_adapter() {
 }
 
 void LmPolicy::remove_adapter() {
-  for (LlamaLayer& layer : impl_->model.net().layers())
+  for (TransformerBlock& layer : impl_->model.net().layers())
     for (auto [name, proj] : layer.projections()) {
       proj->a = torch::Tensor();
       proj->b = torch::Tensor();
