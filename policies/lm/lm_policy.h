@@ -22,7 +22,7 @@
 namespace kbrl::lm {
 
 struct LmOptions {
-  std::string model;  // a .gguf file or a Hugging Face folder; "random:<layers>x<hidden>[:seed]" for a random model
+  std::string model;  // a .gguf file or a Hugging Face folder; "random:<layers>x<hidden>[:seed]" or "random:<preset>[:seed]" for a random model
   ModelOptions model_options;
   int max_tokens = 1024;
   double top_p = 1.0;
@@ -32,10 +32,11 @@ struct LmOptions {
   std::string checkpoint;  // activation checkpointing in update(): on, off, "" = on for a GPU, off on a CPU
 };
 
-/// `lm:<model>[,key=value...]`, keys: device (cpu|cuda[:N]), dtype (float32|bfloat16),
-/// max_tokens, top_p, style, shots, system (as the endpoint spec), targets (q+k+v+o+gate+up+down,
-/// any subset joined by '+'), micro_batch, checkpoint (on|off: activation checkpointing in the
-/// update; default on for a GPU, off on a CPU). InputError naming the bad part and the valid keys.
+/// `lm:<model>[,key=value...]`, keys: device (cpu|cuda[:N]), dtype (float32|bfloat16), graphs
+/// (on|off: CUDA graphs for decoding on a GPU, default on), max_tokens, top_p, style, shots, system
+/// (as the endpoint spec), targets (q+k+v+o+gate+up+down, any subset joined by '+'), micro_batch,
+/// checkpoint (on|off: activation checkpointing in the update; default on for a GPU, off on a CPU).
+/// InputError naming the bad part and the valid keys.
 LmOptions parse_lm_spec(std::string_view spec);
 /// Does the policy name start with "lm:"?
 bool is_lm_spec(std::string_view name);
