@@ -235,10 +235,20 @@ TEST(LmPolicy, SpecErrorsNameTheProblem) {
   EXPECT_NE(error("lm:m.gguf,targets=q+x").find("'x' is not one of"), std::string::npos);
   EXPECT_NE(error("lm:m.gguf,dtype=fp8").find("dtype=fp8"), std::string::npos);
   EXPECT_NE(error("lm:m.gguf,max_tokens=0").find("max_tokens"), std::string::npos);
-  const LmOptions o = parse_lm_spec("lm:m.gguf,targets=q+v,max_tokens=64,device=cuda:1,dtype=bfloat16");
+  EXPECT_NE(error("lm:m.gguf,graphs=maybe").find("graphs=maybe (expected on or off)"), std::string::npos);
+  const LmOptions o = parse_lm_spec("lm:m.gguf,targets=q+v,max_tokens=64,device=cuda:1,dtype=bfloat16,graphs=off");
   EXPECT_EQ(o.lora_targets, (std::vector<std::string>{"q", "v"}));
   EXPECT_EQ(o.max_tokens, 64);
   EXPECT_EQ(o.model_options.device, "cuda:1");
+  EXPECT_FALSE(o.model_options.cuda_graphs);
+  EXPECT_TRUE(parse_lm_spec("lm:m.gguf").model_options.cuda_graphs);
+  // A random model of a named architecture's shapes; an unknown name lists the presets.
+  try {
+    LmPolicy unknown(parse_lm_spec("lm:random:llama-70b"));
+    FAIL() << "no error for an unknown preset";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("smollm2-135m, qwen2.5-0.5b, qwen2.5-1.5b"), std::string::npos) << e.what();
+  }
   try {
     LmPolicy missing(parse_lm_spec("lm:/nonexistent/model.gguf"));
     FAIL() << "no error for a missing model";
