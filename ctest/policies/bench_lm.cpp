@@ -58,6 +58,19 @@ std::unique_ptr<LmPolicy>& gpu_policy() {
   return p;
 }
 
+// One group of K = 64 completions of 1,024 byte tokens of the task prompt, advantages +1 and -1 in
+// turn: the reports' group at RL's sizes, for the update benchmarks.
+std::vector<TrainItem> group_of_random_completions(uint64_t seed) {
+  std::vector<TrainItem> items(64);
+  uint64_t rng = seed;
+  for (size_t i = 0; i < items.size(); ++i) {
+    items[i].task = relu();
+    for (int t = 0; t < 1024; ++t) items[i].tokens.push_back(static_cast<int>(splitmix64(rng) % 256));
+    items[i].advantages.assign(items[i].tokens.size(), i % 2 ? 1.0 : -1.0);
+  }
+  return items;
+}
+
 void sample_bench(benchmark::State& state, LmPolicy* p, int n) {
   if (!p) {
     state.SkipWithError("no model (CPU: .ci/setup-llm's SmolLM2; GPU: none visible)");
@@ -114,13 +127,7 @@ void BM_TrainStepGpu1p5B(benchmark::State& state) {
   auto p = std::make_unique<LmPolicy>(std::move(o));
   p->add_adapter({16, 32.0}, 1);
   p->set_optimizer({.learning_rate = 1e-5});
-  std::vector<TrainItem> items(64);
-  uint64_t rng = 11;
-  for (size_t i = 0; i < items.size(); ++i) {
-    items[i].task = relu();
-    for (int t = 0; t < 1024; ++t) items[i].tokens.push_back(static_cast<int>(splitmix64(rng) % 256));
-    items[i].advantages.assign(items[i].tokens.size(), i % 2 ? 1.0 : -1.0);
-  }
+  const std::vector<TrainItem> items = group_of_random_completions(11);
   int64_t tokens = 0;
   bool oom = false;
   for (auto _ : state) {
@@ -205,13 +212,7 @@ void BM_UpdateGpu(benchmark::State& state) {
   auto p = std::make_unique<LmPolicy>(parse_lm_spec("lm:random:smollm2-135m:1,shots=0,system=none,device=cuda,dtype=bfloat16"));
   p->add_adapter({16, 32.0}, 1);
   p->set_optimizer({.learning_rate = 1e-5});
-  std::vector<TrainItem> items(64);
-  uint64_t rng = 13;
-  for (size_t i = 0; i < items.size(); ++i) {
-    items[i].task = relu();
-    for (int t = 0; t < 1024; ++t) items[i].tokens.push_back(static_cast<int>(splitmix64(rng) % 256));
-    items[i].advantages.assign(items[i].tokens.size(), i % 2 ? 1.0 : -1.0);
-  }
+  const std::vector<TrainItem> items = group_of_random_completions(13);
   UpdateConfig config;
   if (state.range(0) == 1) config.objective = Objective::likelihood;
   p->update(items, config);  // warm-up

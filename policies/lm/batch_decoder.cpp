@@ -2,9 +2,9 @@
 #include "batch_decoder.h"
 
 #include "decoder_kernels.h"
+#include "decoder_weights.h"
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include <kbrl/error.h>
@@ -26,61 +26,7 @@ constexpr int64_t kPromptRound = 64;  // a graph serves every prompt up to its c
 constexpr int64_t kCheckEvery = 32;   // steps between the host's looks at the tokens, on a GPU
 constexpr size_t kStatesKept = 3;     // batch shapes whose buffers and graphs are kept
 
-uint64_t mix(uint64_t h, uint64_t v) {
-  uint64_t state = h ^ v;
-  return splitmix64(state);
-}
-
-// Identity of a tensor's contents: its storage, shape and in-place version (an optimizer step bumps
-// the version of the adapters it updates).
-uint64_t identity(uint64_t h, const torch::Tensor& t) {
-  if (!t.defined()) return mix(h, 0);
-  h = mix(h, reinterpret_cast<uintptr_t>(t.data_ptr()));
-  h = mix(h, static_cast<uint64_t>(t._version()));
-  return mix(h, static_cast<uint64_t>(t.numel()));
-}
-
-uint64_t fingerprint(LlamaNet& net) {
-  uint64_t h = 0;
-  for (auto& [name, tensor] : net.named_weights()) h = identity(h, *tensor);
-  for (TransformerBlock& layer : net.layers())
-    for (auto& [name, proj] : layer.projections()) {
-      h = identity(identity(h, proj->a), proj->b);
-      uint64_t scale_bits = 0;
-      std::memcpy(&scale_bits, &proj->scale, sizeof scale_bits);
-      h = mix(mix(h, scale_bits), proj->adapter_on ? 1 : 2);
-    }
-  return h;
-}
-
-// The projection's weight with its adapter merged in (computed in float32).
-torch::Tensor merged(const LoraLinear& p) {
-  if (!p.a.defined() || !p.adapter_on) return p.weight;
-  return (p.weight.to(torch::kFloat32) + torch::matmul(p.b, p.a) * p.scale).to(p.weight.scalar_type());
-}
-
-// Copies `value` into `slot`, allocating it the first time (in place after: graphs keep reading it).
-void assign(torch::Tensor& slot, const torch::Tensor& value) {
-  if (slot.defined() && slot.sizes() == value.sizes()) {
-    slot.copy_(value);
-  } else {
-    slot = value.clone();
-  }
-}
-
 }  // namespace
-
-struct BatchDecoder::Weights {
-  uint64_t fingerprint = 0;
-  bool ready = false;
-  struct Layer {
-    torch::Tensor attn_norm, ffn_norm;  // [hidden] float32
-    torch::Tensor qkv, qkv_bias;        // [(heads + 2 kv_heads) head_dim, hidden]; the bias or undefined
-    torch::Tensor o, gate_up, down;     // gate_up: [2 intermediate, hidden]
-  };
-  std::vector<Layer> layers;
-  torch::Tensor embedding, final_norm, output;
-};
 
 struct BatchDecoder::State {
   int64_t n = 0, prompt_capacity = 0, max_tokens = 0;
@@ -110,7 +56,7 @@ struct BatchDecoder::State {
 };
 
 BatchDecoder::BatchDecoder(LlamaNet& net, bool cuda_graphs)
-    : net_(net), cuda_graphs_(cuda_graphs && net.device().is_cuda()), weights_(std::make_unique<Weights>()) {
+    : net_(net), cuda_graphs_(cuda_graphs && net.device().is_cuda()), weights_(std::make_unique<DecoderWeights>()) {
 #if KBRL_TORCH_CUDA
   const LlamaConfig& c = net.config();
   fused_ = net.device().is_cuda() && (net.dtype() == torch::kBFloat16 || net.dtype() == torch::kFloat32) &&
@@ -119,37 +65,6 @@ BatchDecoder::BatchDecoder(LlamaNet& net, bool cuda_graphs)
 }
 
 BatchDecoder::~BatchDecoder() = default;
-
-void BatchDecoder::refresh_weights() {
-  const uint64_t now = fingerprint(net_);
-  if (weights_->ready && weights_->fingerprint == now) return;
-  torch::NoGradGuard no_grad;
-  Weights& w = *weights_;
-  w.layers.resize(net_.layers().size());
-  for (size_t l = 0; l < w.layers.size(); ++l) {
-    const TransformerBlock& in = net_.layers()[l];
-    Weights::Layer& out = w.layers[l];
-    const Attention& a = in.attention;
-    assign(out.attn_norm, in.attn_norm.weight);
-    assign(out.ffn_norm, in.ffn_norm.weight);
-    assign(out.qkv, torch::cat({merged(a.q), merged(a.k), merged(a.v)}, 0));
-    if (a.q.bias.defined() || a.k.bias.defined() || a.v.bias.defined()) {
-      auto bias = [](const LoraLinear& p) {
-        return p.bias.defined() ? p.bias : torch::zeros({p.weight.size(0)}, p.weight.options());
-      };
-      assign(out.qkv_bias, torch::cat({bias(a.q), bias(a.k), bias(a.v)}, 0));
-    }
-    assign(out.o, merged(a.o));
-    assign(out.gate_up, torch::cat({merged(in.ffn.gate), merged(in.ffn.up)}, 0));
-    assign(out.down, merged(in.ffn.down));
-  }
-  assign(w.embedding, net_.embedding());
-  assign(w.final_norm, net_.final_norm());
-  assign(w.output, net_.output_weight());
-  w.fingerprint = now;
-  w.ready = true;
-  ++counters_.weight_refreshes;
-}
 
 BatchDecoder::State& BatchDecoder::state_for(int n, int64_t prompt_length, int max_tokens,
                                              const GenerateOptions& o) {
@@ -237,7 +152,7 @@ void BatchDecoder::step(State& s, int64_t window, bool exact) {
   if (s.fused) return step_fused(s);
 #endif
   const LlamaConfig& c = net_.config();
-  const Weights& w = *weights_;
+  const DecoderWeights& w = *weights_;
   const int64_t n = s.n, H = c.heads, KV = c.kv_heads, D = c.head_dim, G = H / KV, P = s.prompt_capacity;
   const int64_t I = c.intermediate;
   const torch::ScalarType dtype = net_.dtype();
@@ -255,7 +170,7 @@ void BatchDecoder::step(State& s, int64_t window, bool exact) {
   const double root_d = std::sqrt(static_cast<double>(D));
   torch::Tensor x = w.embedding.index_select(0, chosen.view({n}));  // [n, hidden]
   for (size_t l = 0; l < w.layers.size(); ++l) {
-    const Weights::Layer& L = w.layers[l];
+    const DecoderWeights::Layer& L = w.layers[l];
     torch::Tensor qkv = torch::matmul(rms_norm(x, L.attn_norm, c.rms_eps), L.qkv.t());
     if (L.qkv_bias.defined()) qkv = qkv + L.qkv_bias;
     const torch::Tensor q = apply_rope(qkv.narrow(1, 0, H * D).view({n, H, D}), cos, sin);
@@ -291,7 +206,7 @@ void BatchDecoder::step(State& s, int64_t window, bool exact) {
 // every step).
 void BatchDecoder::step_fused(State& s) {
   const LlamaConfig& c = net_.config();
-  const Weights& w = *weights_;
+  const DecoderWeights& w = *weights_;
   const int64_t n = s.n, H = c.heads, KV = c.kv_heads, D = c.head_dim;
   const bool bf16 = net_.dtype() == torch::kBFloat16;
   const float eps = static_cast<float>(c.rms_eps);
@@ -303,7 +218,7 @@ void BatchDecoder::step_fused(State& s) {
   kernels::add_rmsnorm(s.x.data_ptr(), nullptr, w.layers[0].attn_norm.data_ptr<float>(), s.h.data_ptr(), n, c.hidden,
                        eps, bf16, stream);
   for (size_t l = 0; l < w.layers.size(); ++l) {
-    const Weights::Layer& L = w.layers[l];
+    const DecoderWeights::Layer& L = w.layers[l];
     torch::mm_out(s.qkv, s.h, L.qkv.t());
     kernels::rope_qkv(s.qkv.data_ptr(), L.qkv_bias.defined() ? L.qkv_bias.data_ptr() : nullptr,
                       net_.rope_cos().data_ptr<float>(), net_.rope_sin().data_ptr<float>(), prompt_length, step,
@@ -357,7 +272,7 @@ void BatchDecoder::capture(State& s) {
 std::vector<Generation> BatchDecoder::generate(const std::vector<int>& prompt, int n, const GenerateOptions& o,
                                                const Tokenizer& tokenizer) {
   torch::NoGradGuard no_grad;
-  refresh_weights();
+  if (weights_->refresh(net_)) ++counters_.weight_refreshes;
   const int64_t P = static_cast<int64_t>(prompt.size()), M = o.max_tokens;
   State& s = state_for(n, P, o.max_tokens, o);
 

@@ -27,6 +27,8 @@
 
 namespace kbrl::lm {
 
+struct DecoderWeights;  // decoder_weights.h
+
 class BatchDecoder {
  public:
   BatchDecoder(LlamaNet& net, bool cuda_graphs);
@@ -38,9 +40,7 @@ class BatchDecoder {
   const DecoderCounters& counters() const { return counters_; }
 
  private:
-  struct Weights;
   struct State;
-  void refresh_weights();
   State& state_for(int n, int64_t prompt_length, int max_tokens, const GenerateOptions& options);
   torch::Tensor sample(State& s);        // the next tokens, recorded; [n, 1]
   /// Samples, then runs the tokens through the model (torch ops; the fused step on CUDA). `window`:
@@ -53,7 +53,7 @@ class BatchDecoder {
   LlamaNet& net_;
   bool cuda_graphs_;
   bool fused_ = false;  // CUDA, bfloat16 or float32, a head size and grouping the kernels serve
-  std::unique_ptr<Weights> weights_;
+  std::unique_ptr<DecoderWeights> weights_;
   std::list<std::unique_ptr<State>> states_;  // most recently used first; a few kept
   DecoderCounters counters_;
 };

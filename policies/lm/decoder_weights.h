@@ -1,0 +1,111 @@
+#pragma once
+// Internal to kbrl::lm (includes libtorch), included by batch_decoder.cpp alone: the sampler's copy of
+// the weights, LoRA merged in (in float32, then the weights' type), q/k/v and gate/up concatenated,
+// refreshed in place when a weight or an adapter changed. Change is seen through each tensor's
+// storage, shape and in-place version counter (an optimizer step bumps the versions of the adapters
+// it updates), so captured CUDA graphs, which read these buffers, stay valid across updates.
+#include <torch/torch.h>
+
+#include <cstring>
+#include <vector>
+
+#include <kbrl/splitmix64.h>
+
+#include "llama_net.h"
+
+namespace kbrl::lm {
+
+struct DecoderWeights {
+  uint64_t fingerprint = 0;
+  bool ready = false;
+  /// Copies the net's weights in (in place after the first time) when they changed since the last
+  /// call; true when it copied.
+  bool refresh(LlamaNet& net);
+  struct Layer {
+    torch::Tensor attn_norm, ffn_norm;  // [hidden] float32
+    torch::Tensor qkv, qkv_bias;        // [(heads + 2 kv_heads) head_dim, hidden]; the bias or undefined
+    torch::Tensor o, gate_up, down;     // gate_up: [2 intermediate, hidden]
+  };
+  std::vector<Layer> layers;
+  torch::Tensor embedding, final_norm, output;
+};
+
+namespace decoder_weights {
+
+inline uint64_t mix(uint64_t h, uint64_t v) {
+  uint64_t state = h ^ v;
+  return splitmix64(state);
+}
+
+// Identity of a tensor's contents: its storage, shape and in-place version (an optimizer step bumps
+// the version of the adapters it updates).
+inline uint64_t identity(uint64_t h, const torch::Tensor& t) {
+  if (!t.defined()) return mix(h, 0);
+  h = mix(h, reinterpret_cast<uintptr_t>(t.data_ptr()));
+  h = mix(h, static_cast<uint64_t>(t._version()));
+  return mix(h, static_cast<uint64_t>(t.numel()));
+}
+
+inline uint64_t weights_fingerprint(LlamaNet& net) {
+  uint64_t h = 0;
+  for (auto& [name, tensor] : net.named_weights()) h = identity(h, *tensor);
+  for (TransformerBlock& layer : net.layers())
+    for (auto& [name, proj] : layer.projections()) {
+      h = identity(identity(h, proj->a), proj->b);
+      uint64_t scale_bits = 0;
+      std::memcpy(&scale_bits, &proj->scale, sizeof scale_bits);
+      h = mix(mix(h, scale_bits), proj->adapter_on ? 1 : 2);
+    }
+  return h;
+}
+
+// The projection's weight with its adapter merged in (computed in float32).
+inline torch::Tensor merged(const LoraLinear& p) {
+  if (!p.a.defined() || !p.adapter_on) return p.weight;
+  return (p.weight.to(torch::kFloat32) + torch::matmul(p.b, p.a) * p.scale).to(p.weight.scalar_type());
+}
+
+// Copies `value` into `slot`, allocating it the first time (in place after: graphs keep reading it).
+inline void assign(torch::Tensor& slot, const torch::Tensor& value) {
+  if (slot.defined() && slot.sizes() == value.sizes()) {
+    slot.copy_(value);
+  } else {
+    slot = value.clone();
+  }
+}
+
+}  // namespace decoder_weights
+
+inline bool DecoderWeights::refresh(LlamaNet& net) {
+  using decoder_weights::assign;
+  using decoder_weights::merged;
+  const uint64_t now = decoder_weights::weights_fingerprint(net);
+  if (ready && fingerprint == now) return false;
+  torch::NoGradGuard no_grad;
+  layers.resize(net.layers().size());
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const TransformerBlock& in = net.layers()[l];
+    const Attention& a = in.attention;
+    Layer& out = layers[l];
+    assign(out.attn_norm, in.attn_norm.weight);
+    assign(out.ffn_norm, in.ffn_norm.weight);
+    assign(out.qkv, torch::cat({merged(a.q), merged(a.k), merged(a.v)}, 0));
+    if (a.q.bias.defined() || a.k.bias.defined() || a.v.bias.defined()) {
+      auto bias = [](const LoraLinear& p) {
+        return p.bias.defined() ? p.bias : torch::zeros({p.weight.size(0)}, p.weight.options());
+      };
+      assign(out.qkv_bias, torch::cat({bias(a.q), bias(a.k), bias(a.v)}, 0));
+    }
+    assign(out.o, merged(a.o));
+    assign(out.gate_up, torch::cat({merged(in.ffn.gate), merged(in.ffn.up)}, 0));
+    assign(out.down, merged(in.ffn.down));
+  }
+  assign(embedding, net.embedding());
+  assign(final_norm, net.final_norm());
+  assign(output, net.output_weight());
+  fingerprint = now;
+  ready = true;
+  return true;
+}
+
+}  // namespace kbrl::lm
