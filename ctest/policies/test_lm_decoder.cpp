@@ -123,6 +123,32 @@ TEST(BatchDecoder, SamplesFollowTheirSeededStreams) {
   expect_like_reference(m, prompt_of(21), 2, o, 1e-4);
 }
 
+// Completions that draw an end token stop there (finish "stop", the end token last) while the others
+// run to max_tokens (finish "length"), in one batch.
+TEST(BatchDecoder, CompletionsStopAtTheirEndToken) {
+  LanguageModel m = small_model();
+  GenerateOptions o;
+  o.temperature = 1.5;
+  o.max_tokens = 80;
+  o.seed = 21;
+  const auto got = m.generate(prompt_of(12), 8, o);
+  int stopped = 0, ran_out = 0;
+  for (const Generation& g : got) {
+    if (g.finish_reason == "stop") {
+      ++stopped;
+      EXPECT_TRUE(m.tokenizer().is_end(g.tokens.back()));
+      EXPECT_LT(g.tokens.size(), 80u);
+    } else {
+      ++ran_out;
+      EXPECT_EQ(g.tokens.size(), 80u);
+    }
+    for (size_t j = 0; j + 1 < g.tokens.size(); ++j) EXPECT_FALSE(m.tokenizer().is_end(g.tokens[j]));
+  }
+  EXPECT_GT(stopped, 0) << "the seed should give some completion an end token";
+  EXPECT_GT(ran_out, 0) << "the seed should leave some completion without one";
+  expect_like_reference(m, prompt_of(12), 8, o, 1e-4);
+}
+
 TEST(BatchDecoder, ReusedBuffersServeAnotherPromptAndBatch) {
   LanguageModel m = small_model();
   GenerateOptions o;
