@@ -1,4 +1,5 @@
-kbrl_add_test(NAME test_lm_files LABELS unit SOURCES test_lm_model_file.cpp test_lm_chat_template.cpp LIBS kbrl::lm_files)
+kbrl_add_test(NAME test_lm_files LABELS unit SOURCES test_lm_model_file.cpp test_lm_model_names.cpp test_lm_chat_template.cpp
+  LIBS kbrl::lm_files)
 # The language-model policy on a small random model (no model file, no server).
 kbrl_add_test(NAME test_lm_policy LABELS unit TIMEOUT 300 SOURCES test_lm_policy.cpp LIBS kbrl::lm kbrl::reference)
 # The batch decoder against a full-forward reference (CPU); its CUDA graphs on a GPU (skipped without).
