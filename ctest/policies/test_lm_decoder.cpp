@@ -48,6 +48,15 @@ std::vector<int> prompt_of(int length) {
   return p;
 }
 
+// Sampling at `temperature` (0: greedy) for `max_tokens` tokens from the streams of `seed`.
+GenerateOptions options(double temperature, int max_tokens, uint64_t seed = 0) {
+  GenerateOptions o;
+  o.temperature = temperature;
+  o.max_tokens = max_tokens;
+  o.seed = seed;
+  return o;
+}
+
 // Completion i of `n`, one token at a time, each from a full forward pass over prompt + tokens so far.
 Generation reference_one(LanguageModel& m, const std::vector<int>& prompt, int i, const GenerateOptions& o) {
   torch::NoGradGuard no_grad;
@@ -105,18 +114,13 @@ void expect_like_reference(LanguageModel& m, const std::vector<int>& prompt, int
 
 TEST(BatchDecoder, GreedyIsTheStepByStepArgmax) {
   LanguageModel m = small_model();
-  GenerateOptions o;
-  o.temperature = 0;
-  o.max_tokens = 40;
+  GenerateOptions o = options(0, 40);
   expect_like_reference(m, prompt_of(37), 3, o, 1e-4);
 }
 
 TEST(BatchDecoder, SamplesFollowTheirSeededStreams) {
   LanguageModel m = small_model();
-  GenerateOptions o;
-  o.temperature = 0.8;
-  o.max_tokens = 30;
-  o.seed = 12;
+  GenerateOptions o = options(0.8, 30, 12);
   expect_like_reference(m, prompt_of(21), 4, o, 1e-4);
   o.top_p = 0.9;
   o.seed = 13;
@@ -127,10 +131,7 @@ TEST(BatchDecoder, SamplesFollowTheirSeededStreams) {
 // run to max_tokens (finish "length"), in one batch.
 TEST(BatchDecoder, CompletionsStopAtTheirEndToken) {
   LanguageModel m = small_model();
-  GenerateOptions o;
-  o.temperature = 1.5;
-  o.max_tokens = 80;
-  o.seed = 21;
+  GenerateOptions o = options(1.5, 80, 21);
   const auto got = m.generate(prompt_of(12), 8, o);
   int stopped = 0, ran_out = 0;
   for (const Generation& g : got) {
@@ -151,10 +152,7 @@ TEST(BatchDecoder, CompletionsStopAtTheirEndToken) {
 
 TEST(BatchDecoder, ReusedBuffersServeAnotherPromptAndBatch) {
   LanguageModel m = small_model();
-  GenerateOptions o;
-  o.temperature = 1.0;
-  o.max_tokens = 16;
-  o.seed = 4;
+  GenerateOptions o = options(1.0, 16, 4);
   const auto first = m.generate(prompt_of(30), 2, o);
   expect_like_reference(m, prompt_of(9), 3, o, 1e-4);  // a shorter prompt, a larger batch
   const auto again = m.generate(prompt_of(30), 2, o);  // the first shape, its buffers reused
@@ -166,9 +164,7 @@ TEST(BatchDecoder, ReusedBuffersServeAnotherPromptAndBatch) {
 // the adapter switched off, merged weights.
 TEST(BatchDecoder, FollowsAdapterUpdates) {
   LanguageModel m = small_model();
-  GenerateOptions o;
-  o.temperature = 0;
-  o.max_tokens = 24;
+  GenerateOptions o = options(0, 24);
   const std::vector<int> prompt = prompt_of(25);
   const auto base = m.generate(prompt, 1, o);
   const int64_t refreshes = m.decoder_counters().weight_refreshes;
@@ -205,9 +201,7 @@ bool have_gpu() { return torch::cuda::is_available(); }
 TEST(BatchDecoderGpu, GraphsMatchTheReferenceInFloat32) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU visible to libtorch";
   LanguageModel m = small_model("cuda", "float32");
-  GenerateOptions o;
-  o.temperature = 0;
-  o.max_tokens = 300;
+  GenerateOptions o = options(0, 300);
   expect_like_reference(m, prompt_of(70), 2, o, 1e-3);
   o.temperature = 0.9;
   o.seed = 3;
@@ -236,19 +230,14 @@ TEST(BatchDecoderGpu, WideHeadsWithBiasesMatchTheReference) {
     for (TransformerBlock& layer : m.net().layers())
       for (LoraLinear* p : {&layer.attention.q, &layer.attention.k, &layer.attention.v}) p->bias.normal_(0.0, 0.5);
   }
-  GenerateOptions o;
-  o.temperature = 0;
-  o.max_tokens = 150;
+  GenerateOptions o = options(0, 150);
   expect_like_reference(m, prompt_of(45), 3, o, 1e-3);
 }
 
 TEST(BatchDecoderGpu, GraphsAndEagerStepsAgreeInBfloat16) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU visible to libtorch";
   LanguageModel graphs = small_model("cuda", "bfloat16", true), eager = small_model("cuda", "bfloat16", false);
-  GenerateOptions o;
-  o.temperature = 1.0;
-  o.max_tokens = 200;
-  o.seed = 8;
+  GenerateOptions o = options(1.0, 200, 8);
   const std::vector<int> prompt = prompt_of(90);
   const auto a = graphs.generate(prompt, 8, o);
   const auto b = eager.generate(prompt, 8, o);

@@ -33,7 +33,6 @@ struct BatchDecoder::State {
   bool greedy = false;
   double temperature = 1.0, top_p = 1.0;
   bool graphs_on = false;
-  bool fused = false;  // the CUDA kernels' step (step_fused); else the torch-ops step
   std::vector<torch::Tensor> prompt_k, prompt_v;  // per layer [kv_heads, prompt_capacity, head_dim]
   std::vector<torch::Tensor> own_k, own_v;        // per layer [kv_heads, n, max_tokens, head_dim]
   torch::Tensor logits;                           // [n, vocab] float32: the next token's
@@ -99,8 +98,7 @@ BatchDecoder::State& BatchDecoder::state_for(int n, int64_t prompt_length, int m
   s->logprobs = torch::zeros({n, max_tokens}, f32);
   s->step = torch::zeros({1}, i64);
   s->prompt_length = torch::full({1}, prompt_length, i64);
-  s->fused = fused_;
-  if (s->fused) {
+  if (fused_) {
     const int64_t H = c.heads, KV = c.kv_heads, D = c.head_dim;
     s->x = torch::zeros({n, c.hidden}, dt);
     s->h = torch::zeros({n, c.hidden}, dt);
@@ -149,7 +147,7 @@ torch::Tensor BatchDecoder::sample(State& s) {
 
 void BatchDecoder::step(State& s, int64_t window, bool exact) {
 #if KBRL_TORCH_CUDA
-  if (s.fused) return step_fused(s);
+  if (fused_) return step_fused(s);
 #endif
   const LlamaConfig& c = net_.config();
   const DecoderWeights& w = *weights_;
@@ -245,7 +243,7 @@ void BatchDecoder::step_fused(State& s) {
 
 void BatchDecoder::capture(State& s) {
 #if KBRL_TORCH_CUDA
-  const int64_t windows = s.fused ? 1 : (s.max_tokens + kWindow - 1) / kWindow;
+  const int64_t windows = fused_ ? 1 : (s.max_tokens + kWindow - 1) / kWindow;
   c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, net_.device().index());
   torch::cuda::synchronize();
   {
@@ -278,10 +276,8 @@ std::vector<Generation> BatchDecoder::generate(const std::vector<int>& prompt, i
 
   // The prompt once (batch 1): its keys and values become the shared pre-fill.
   {
-    std::vector<int64_t> ids(prompt.begin(), prompt.end());
     LlamaNet::Prefix kept;
-    const torch::Tensor h =
-        net_.forward(torch::tensor(ids, torch::kInt64).to(net_.device()).unsqueeze(0), 0, nullptr, &kept);
+    const torch::Tensor h = net_.forward(token_ids(prompt, net_.device()), 0, nullptr, &kept);
     for (size_t l = 0; l < s.prompt_k.size(); ++l) {
       s.prompt_k[l].narrow(1, 0, P).copy_(kept.k[l][0]);
       s.prompt_v[l].narrow(1, 0, P).copy_(kept.v[l][0]);
@@ -311,7 +307,7 @@ std::vector<Generation> BatchDecoder::generate(const std::vector<int>& prompt, i
     for (; executed < stop; ++executed) {
 #if KBRL_TORCH_CUDA
       if (s.graphs_on) {
-        s.graphs[s.fused ? 0 : static_cast<size_t>(executed / kWindow)]->replay();
+        s.graphs[fused_ ? 0 : static_cast<size_t>(executed / kWindow)]->replay();
         ++counters_.graph_replays;
         continue;
       }

@@ -8,14 +8,16 @@
 //     completion's seeded stream are drawn on the host beforehand, so the draws are those of the
 //     stream, whatever the device), records it and its log-prob, runs it through the model and
 //     advances a step counter that lives on the device.
-//   - The step runs on a sampling copy of the weights: LoRA merged in, q/k/v and gate/up fused into
-//     one matrix each. The copy is refreshed in place when a weight or an adapter changed (tensor
-//     version counters), so captured graphs stay valid across optimizer steps.
-//   - On CUDA (with graphs on) the step is captured once per window of 128 own positions (attention
-//     reads the window, not the whole cache) and replayed; the host looks at the tokens every 32
-//     steps to stop when every completion has ended. Elsewhere the step runs eagerly with a window of
-//     exactly the positions written so far, and the host looks after every step.
-// Results equal the step-by-step reference up to float rounding (test_lm_policy's decoder tests).
+//   - The step runs on a sampling copy of the weights (decoder_weights.h): LoRA merged in, q/k/v and
+//     gate/up concatenated into one matrix each, refreshed in place when a weight or an adapter
+//     changed, so captured graphs stay valid across optimizer steps.
+//   - On CUDA, for the head sizes decoder_kernels.h serves, the step is the fused one (9 kernels a
+//     layer; attention reads the step from the device), captured once per batch shape as a CUDA
+//     graph and replayed (graphs=off: run eagerly); the host looks at the tokens every 32 steps to
+//     stop when every completion has ended. Otherwise the step is torch operations: on CUDA with
+//     graphs, one graph per window of 128 own positions (attention reads the window, masked); on a
+//     CPU eagerly, over exactly the positions written so far, the host looking after every step.
+// Results equal the step-by-step reference up to float rounding (test_lm_decoder).
 #include <torch/torch.h>
 
 #include <list>

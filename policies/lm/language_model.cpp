@@ -2,7 +2,6 @@
 #include <algorithm>
 
 #include <kbrl/error.h>
-#include <kbrl/splitmix64.h>
 
 #include "batch_decoder.h"
 #include "language_model.h"
@@ -24,11 +23,6 @@ torch::ScalarType parse_dtype(const std::string& dtype) {
   if (dtype == "float32") return torch::kFloat32;
   if (dtype == "bfloat16") return torch::kBFloat16;
   throw InputError(fmt::format("unknown dtype '{}': expected float32 or bfloat16", dtype));
-}
-
-torch::Tensor ids_tensor(const std::vector<int>& ids, torch::Device device) {
-  std::vector<int64_t> v(ids.begin(), ids.end());
-  return torch::tensor(v, torch::kInt64).to(device).unsqueeze(0);
 }
 
 }  // namespace
@@ -62,7 +56,7 @@ SequenceScores score_sequences(LlamaNet& net, const std::vector<int>& prompt,
   const torch::Tensor targets = torch::tensor(flat, torch::kInt64).view({n, C}).to(net.device());
   out.mask = torch::from_blob(mask.data(), {n, C}, torch::kFloat32).to(net.device()).clone();
   LlamaNet::Prefix prefix;
-  const torch::Tensor hp = net.forward(ids_tensor(prompt, net.device()), 0, nullptr, &prefix);
+  const torch::Tensor hp = net.forward(token_ids(prompt, net.device()), 0, nullptr, &prefix);
   const int64_t P = static_cast<int64_t>(prompt.size());
   // Completion token j is predicted from the hidden state before it: the prompt's last for j = 0.
   torch::Tensor before = hp.narrow(1, P - 1, 1).expand({n, 1, hp.size(2)});

@@ -48,6 +48,11 @@ torch::Tensor rotate_half(const torch::Tensor& x) {
 
 }  // namespace
 
+torch::Tensor token_ids(const std::vector<int>& ids, torch::Device device) {
+  std::vector<int64_t> v(ids.begin(), ids.end());
+  return torch::tensor(v, torch::kInt64).to(device).unsqueeze(0);
+}
+
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& w, double eps) {
   const torch::Tensor xf = x.to(torch::kFloat32);
   return (xf * torch::rsqrt(xf.pow(2).mean(-1, true) + eps) * w).to(x.scalar_type());

@@ -14,6 +14,8 @@
 
 namespace kbrl::lm {
 
+/// A token sequence as the [1, T] int64 tensor forward() reads, on `device`.
+torch::Tensor token_ids(const std::vector<int>& ids, torch::Device device);
 /// RMSNorm in float32 (the result in x's dtype).
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& w, double eps);
 /// Rotate-half rotary embedding of x [..., head_dim] by the rows cos, sin [..., head_dim] (float32
