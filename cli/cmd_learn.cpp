@@ -3,7 +3,9 @@
 // in cmd_sft.cpp, what they share in learn_common.h. Each reads a JSON config (--config) that flags
 // override, scores rollouts in the real evaluator (--env evaluator, a GPU) or a synthetic reward
 // table (--env synthetic, CPU dry runs), writes its CSVs under --out and reports progress on stderr.
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <iostream>
 #include <memory>
 #include <vector>
@@ -26,6 +28,32 @@ namespace fs = std::filesystem;
 
 // ---- kbrl sample ----
 
+/// Counts of a group of rollouts (a task, a family, all) for summary.csv.
+struct SampleTally {
+  int tasks = 0, samples = 0, format_errors = 0, compiled = 0, correct = 0, fast = 0, sig_fast = 0, tasks_correct = 0;
+  double best = 0;
+  void add_task(const std::vector<Rollout>& rollouts) {
+    int task_correct = 0;
+    for (const Rollout& r : rollouts) {
+      ++samples;
+      format_errors += r.outcome == Outcome::format_error;
+      compiled += r.compiled;
+      task_correct += r.correct;
+      fast += r.fast();
+      sig_fast += r.significantly_fast();
+      if (r.correct) best = std::max(best, r.speedup);
+    }
+    correct += task_correct;
+    tasks_correct += task_correct > 0;
+    ++tasks;
+  }
+  std::vector<std::string> row(const std::string& level, const std::string& key) const {
+    const double n = std::max(1, samples);
+    return {level, key, cell(tasks), cell(samples), cell(format_errors / n), cell(compiled / n), cell(correct / n),
+            cell(fast / n), cell(sig_fast / n), cell(tasks_correct), tasks_correct ? cell(best) : ""};
+  }
+};
+
 void run_sample(const CommonOptions& o) {
   nlohmann::json j;
   SampleConfig c = read_config(o, true, read_sample_config, j);
@@ -42,6 +70,9 @@ void run_sample(const CommonOptions& o) {
     policy_options.response_log = (dir / "endpoint_responses.jsonl").string();
   std::unique_ptr<Policy> policy = make_policy(policy_options);
   CsvTable csv(dir / "samples.csv", schemas::samples());
+  CsvTable summary(dir / "summary.csv", schemas::sample_summary());
+  std::map<std::string, SampleTally> families;
+  SampleTally all;
   std::cout << fmt::format("{:>4}  {:<36} {:>7} {:>8} {:>7} {:>5} {:>8} {:>9}  {}\n", "task", "name", "samples",
                            "compiled", "correct", "fast", "sig fast", "best x", "best config");
   for (int id : c.tasks) {
@@ -68,8 +99,17 @@ void run_sample(const CommonOptions& o) {
               << std::flush;
     progress_line(fmt::format("sample: task {} done ({} of {} compiled, {} correct)", id, compiled, rollouts.size(),
                               correct));
+    SampleTally t;
+    t.add_task(rollouts);
+    summary.row(t.row("task", cell(id)));
+    families[std::string(to_string(task.family))].add_task(rollouts);
+    all.add_task(rollouts);
   }
-  std::cout << "wrote " << (dir / "samples.csv").string() << "\n";
+  for (const auto& [family, t] : families) summary.row(t.row("family", family));
+  summary.row(all.row("all", "all"));
+  std::cout << fmt::format("{} samples of {} tasks: {} compiled, {} correct; {} of {} tasks with a correct sample\n",
+                           all.samples, all.tasks, all.compiled, all.correct, all.tasks_correct, all.tasks);
+  std::cout << "wrote " << (dir / "samples.csv").string() << " and " << summary.path().string() << "\n";
 }
 
 // ---- kbrl train ----
@@ -155,7 +195,7 @@ void run_ttt_command(const CommonOptions& o, bool isolated) {
 void add_sample_command(CLI::App& app) {
   auto o = std::make_shared<CommonOptions>();
   auto* cmd = app.add_subcommand("sample", "Best-of-N: K samples per task from a policy, evaluated "
-                                           "(DIR/samples.csv; per task the best speedup and correct count)");
+                                           "(DIR/samples.csv; DIR/summary.csv: rates per task, family and all)");
   add_common_options(cmd, *o,
                      {{"--k", "k", "samples per task"},
                       {"--temperature", "temperature", "sampling temperature (0: greedy)"},

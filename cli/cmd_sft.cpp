@@ -1,6 +1,7 @@
 // `kbrl sft`: supervised fine-tuning of a trainable policy on teacher samples (the heuristic
-// policy's correct samples, scored in --env; a language model: the known-good kernels as text), or the correct
-// rows of a samples.csv.
+// policy's correct samples, scored in --env; a language model: the known-good kernels as text, or
+// a corpus of the generators' kernels as answers), or the correct rows of a samples.csv. A language
+// model's result is its LoRA adapter (DIR/adapter.pt), the schedule policy's its weights (DIR/sft.pt).
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -19,6 +20,7 @@
 #include <experiments/training_loops.h>
 #include "learn_common.h"
 #include <policies/baseline_policies.h>
+#include <policies/corpus.h>
 #include <policies/lm/lm_policy.h>
 #include <policies/prompt.h>
 
@@ -30,6 +32,7 @@ namespace fs = std::filesystem;
 struct SftOptions {
   std::string teacher;       // "heuristic" or ""
   std::string from_samples;  // a samples.csv
+  std::string corpus;        // a kbrl corpus file (JSON lines)
   int per_task = 32;
   double teacher_noise = 0.25;
 };
@@ -74,9 +77,51 @@ std::vector<TrainItem> items_from_samples(const std::string& file, const std::ve
   return items;
 }
 
+/// A corpus's answers as SFT items under the policy's prompt: train lines (of `only_tasks` when
+/// given) into `train`, eval lines into `held_out` (the loss curve's evaluation loss).
+void items_from_corpus(const std::string& file, const std::vector<int>& only_tasks, Policy& policy,
+                       const lm::LmOptions& lm, std::vector<TrainItem>& train, std::vector<TrainItem>& held_out) {
+  KBRL_CHECK_INPUT(lm.prompt.style == TextStyle::file,
+                   "--corpus: the corpus answers with candidate files: add style=file to the lm: spec");
+  std::map<std::pair<int, Scale>, std::vector<Sample>> by_task;
+  std::string version;
+  for (const CorpusEntry& e : read_corpus(file)) {
+    if (e.split == "train" && !only_tasks.empty() &&
+        std::find(only_tasks.begin(), only_tasks.end(), e.task_id) == only_tasks.end())
+      continue;
+    Sample s;
+    s.task_id = e.task_id;
+    s.kind = ActionKind::text;
+    s.text = e.answer;
+    s.tokens = policy.text_tokens(e.answer);
+    by_task[{e.task_id, e.scale}].push_back(std::move(s));
+    version = e.prompt.version;
+  }
+  int train_tasks = 0, eval_tasks = 0;
+  for (auto& [key, samples] : by_task) {
+    const TaskSpec task = task_spec(key.first, key.second);
+    const bool eval = split_of(key.first) == "eval";
+    const std::vector<TrainItem> items = sft_items(task, samples);
+    (eval ? held_out : train).insert((eval ? held_out : train).end(), items.begin(), items.end());
+    ++(eval ? eval_tasks : train_tasks);
+  }
+  const std::string ours = build_prompt(task_spec(by_task.begin()->first.first, by_task.begin()->first.second),
+                                        lm.prompt).version;
+  if (version != ours)
+    progress_line(fmt::format("warning: the corpus was written for prompt {}, the policy sends {} (the answers are "
+                              "the same; its token counts are not)", version, ours));
+  KBRL_CHECK_INPUT(!train.empty(), "{} holds no train-split answers{}", file,
+                   only_tasks.empty() ? "" : fmt::format(" for tasks {}", fmt::join(only_tasks, ",")));
+  progress_line(fmt::format("sft: corpus {}: {} answers of {} train tasks, {} held-out answers of {} eval tasks",
+                            file, train.size(), train_tasks, held_out.size(), eval_tasks));
+}
+
 void run_sft_command(const CommonOptions& o, const SftOptions& s) {
-  KBRL_CHECK_INPUT(s.teacher.empty() != s.from_samples.empty(),
-                   "give the SFT data: --teacher heuristic|known-good or --from-samples FILE (exactly one)");
+  KBRL_CHECK_INPUT(s.teacher.empty() + s.from_samples.empty() + s.corpus.empty() == 2,
+                   "give the SFT data: --teacher heuristic|known-good, --from-samples FILE or --corpus FILE "
+                   "(exactly one)");
+  KBRL_CHECK_INPUT(s.corpus.empty() || is_lm_policy(o.policy.name),
+                   "--corpus trains a language model on kernels written as text: use --policy lm:MODEL,style=file");
   KBRL_CHECK_INPUT(s.teacher.empty() || s.teacher == "heuristic" || s.teacher == "known-good",
                    "unknown --teacher '{}': expected heuristic or known-good", s.teacher);
   KBRL_CHECK_INPUT(s.teacher != "known-good" || is_lm_policy(o.policy.name),
@@ -84,7 +129,11 @@ void run_sft_command(const CommonOptions& o, const SftOptions& s) {
   KBRL_CHECK_INPUT(s.per_task >= 1, "--per-task must be >= 1 (got {})", s.per_task);
   nlohmann::json j;
   SftConfig c = read_config(o, false, read_sft_config, j);
-  if (is_lm_policy(o.policy.name)) c.lora = true;  // a language model trains LoRA adapters only (merged at the end)
+  const bool lm_policy = is_lm_policy(o.policy.name);
+  if (lm_policy) {  // a language model trains a LoRA adapter only, kept apart: DIR/adapter.pt
+    c.lora = true;
+    c.merge_adapter = false;
+  }
   check_out_dir(o.out, "sft");
   const Scale scale = parse_scale(o.eval.scale);
   std::vector<int> tasks;
@@ -98,7 +147,9 @@ void run_sft_command(const CommonOptions& o, const SftOptions& s) {
   std::unique_ptr<TrainablePolicy> policy = make_trainable_policy(o.policy);
   const fs::path dir = prepare_out_dir(o.out, "sft", run_details(o, j));
   std::vector<TrainItem> data;
-  if (!s.from_samples.empty()) {
+  if (!s.corpus.empty()) {
+    items_from_corpus(s.corpus, tasks, *policy, lm::parse_lm_spec(o.policy.name), data, c.held_out);
+  } else if (!s.from_samples.empty()) {
     data = items_from_samples(s.from_samples, tasks, scale, s.per_task, *policy);
   } else if (s.teacher == "known-good") {
     std::vector<int> used;
@@ -126,11 +177,17 @@ void run_sft_command(const CommonOptions& o, const SftOptions& s) {
     KBRL_CHECK_INPUT(!data.empty(), "no correct teacher samples to train on");
   }
   CsvTable epochs(dir / "sft_epochs.csv", schemas::sft_epochs());
-  const std::vector<SftEpoch> result = run_sft(*policy, data, c, &epochs, progress_line);
-  policy->save_base(dir / "sft.pt");
+  CsvTable steps(dir / "sft_steps.csv", schemas::sft_steps());
+  const std::vector<SftEpoch> result = run_sft(*policy, data, c, &epochs, progress_line, &steps);
+  const fs::path weights = dir / (lm_policy ? "adapter.pt" : "sft.pt");
+  if (lm_policy)
+    policy->save_adapter(weights);
+  else
+    policy->save_base(weights);
   std::cout << fmt::format("sft on {} items, {} epochs: nll/token {:.4f} -> {:.4f}\n", data.size(),
                            result.size() - 1, result.front().nll_per_token, result.back().nll_per_token);
-  std::cout << "wrote " << epochs.path().string() << " and " << (dir / "sft.pt").string() << "\n";
+  std::cout << "wrote " << epochs.path().string() << ", " << steps.path().string() << " and " << weights.string()
+            << "\n";
 }
 
 
@@ -140,18 +197,23 @@ void add_sft_command(CLI::App& app) {
   auto o = std::make_shared<CommonOptions>();
   auto s = std::make_shared<SftOptions>();
   auto* cmd = app.add_subcommand("sft", "SFT of a trainable policy on teacher samples (DIR/sft_epochs.csv, "
-                                        "DIR/sft.pt)");
+                                        "DIR/sft_steps.csv; DIR/sft.pt, or DIR/adapter.pt for lm: policies)");
   add_common_options(cmd, *o,
                      {{"--epochs", "epochs", "passes over the data"},
                       {"--batch-size", "batch_size", "sequences per optimizer step"},
                       {"--learning-rate", "learning_rate", "Adam's learning rate"},
                       {"--temperature", "temperature", "the temperature of the log-likelihood"},
-                      {"--seed", "seed", "shuffling and teacher sampling seed"}});
+                      {"--seed", "seed", "shuffling and teacher sampling seed"},
+                      {"--eval-every", "eval_every", "steps between held-out NLL measurements (--corpus's eval lines)"}});
   cmd->add_option("--teacher", s->teacher,
                   "heuristic: --per-task samples per task from the heuristic policy, scored in --env; the "
                   "correct ones are the data. known-good (lm policies): each task's known-good kernel as text");
   cmd->add_option("--from-samples", s->from_samples,
                   "a samples.csv (kbrl sample): its correct rows, fastest first, --per-task per task")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--corpus", s->corpus,
+                  "a kbrl corpus (kbrl corpus; lm:MODEL,style=file policies): its train-split answers are the data, "
+                  "its eval-split answers held out (their NLL per step in DIR/sft_steps.csv)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--per-task", s->per_task, "teacher samples (or rows) per task")->capture_default_str();
   cmd->add_option("--teacher-noise", s->teacher_noise, "the heuristic teacher's noise")->capture_default_str();

@@ -16,6 +16,7 @@ void add_sample_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_ttt_command(CLI::App& app);
 void add_sft_command(CLI::App& app);
+void add_corpus_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
 void add_prompt_command(CLI::App& app);
 void add_model_command(CLI::App& app);

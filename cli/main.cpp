@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   kbrl::cli::add_train_command(app);
   kbrl::cli::add_ttt_command(app);
   kbrl::cli::add_sft_command(app);
+  kbrl::cli::add_corpus_command(app);
   kbrl::cli::add_sweep_command(app);
   kbrl::cli::add_prompt_command(app);
   kbrl::cli::add_model_command(app);

@@ -219,7 +219,7 @@ std::vector<std::string> ttt_config_keys() {
 }
 
 std::vector<std::string> sft_config_keys() {
-  return join_keys({kOptimizerKeys, kLoraKeys, {"epochs", "batch_size", "temperature", "lora", "seed"}});
+  return join_keys({kOptimizerKeys, kLoraKeys, {"epochs", "batch_size", "temperature", "lora", "seed", "eval_every"}});
 }
 
 std::vector<std::string> sample_config_keys() {
@@ -281,6 +281,7 @@ SftConfig read_sft_config(const nlohmann::json& j, const std::string& source) {
   r.boolean("lora", c.lora);
   read_lora(r, c.lora_config);
   r.seed("seed", c.seed);
+  r.integer("eval_every", c.eval_every, 1);
   return c;
 }
 

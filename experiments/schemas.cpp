@@ -124,6 +124,13 @@ std::vector<SampleRow> read_samples(const std::filesystem::path& file) {
   return rows;
 }
 
+const CsvSchema& sample_summary() {
+  static const CsvSchema s{"sample_summary",
+                           {"level", "key", "tasks", "samples", "format_error", "compiled", "correct", "fast_1",
+                            "sig_fast_1", "tasks_correct", "best_speedup"}};
+  return s;
+}
+
 const CsvSchema& sft_steps() {
   static const CsvSchema s{"sft_steps", {"step", "epoch", "train_loss", "eval_nll_per_token"}};
   return s;

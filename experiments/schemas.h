@@ -57,6 +57,10 @@ struct SampleRow {
 /// speedup_high (its rows read with no interval). InputError for another header (naming both), a
 /// row of the wrong width or a malformed field (naming the line).
 std::vector<SampleRow> read_samples(const std::filesystem::path& file);
+/// `kbrl sample`'s summary: one row per task, per family and for all tasks (level task, family,
+/// all): format errors, compiled, correct, fast_1 and significantly fast_1 as shares of the
+/// samples, tasks with a correct sample, the best correct speedup.
+const CsvSchema& sample_summary();
 /// One row per SFT epoch.
 const CsvSchema& sft_epochs();
 /// Per SFT optimizer step: the batch's loss, the held-out NLL per token where measured (nan

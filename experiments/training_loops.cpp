@@ -363,7 +363,7 @@ std::vector<SftEpoch> run_sft(TrainablePolicy& policy, const std::vector<TrainIt
     }
     emit({epoch, loss / std::max(1, batches), mean_nll(policy, data, c.temperature), seconds_since(start)});
   }
-  if (c.lora) policy.merge_adapter();
+  if (c.lora && c.merge_adapter) policy.merge_adapter();
   return out;
 }
 

@@ -133,7 +133,8 @@ struct SftConfig {
   int batch_size = 16;
   OptimizerConfig optimizer{.learning_rate = 1e-4};
   double temperature = 1.0;
-  bool lora = false;  // train a LoRA adapter (merged at the end) instead of every weight
+  bool lora = false;  // train a LoRA adapter instead of every weight
+  bool merge_adapter = true;  // lora: merge the adapter into the weights at the end (else it stays)
   LoraConfig lora_config{.rank = 8, .alpha = 16};
   uint64_t seed = 0;
   /// Held-out items (the GRPO report's Figure 2 evaluation loss): their NLL per token is measured

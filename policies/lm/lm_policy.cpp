@@ -13,7 +13,7 @@ namespace kbrl::lm {
 namespace {
 
 constexpr std::string_view kKeys =
-    "device, dtype, graphs, max_tokens, top_p, style, shots, system, targets, micro_batch, checkpoint";
+    "device, dtype, graphs, max_tokens, top_p, style, shots, system, targets, micro_batch, checkpoint, adapter";
 const std::vector<std::string> kTargets = {"q", "k", "v", "o", "gate", "up", "down"};
 
 // "random:<layers>x<hidden>[:seed]": a Llama-shaped model with random weights and a byte-level
@@ -114,6 +114,10 @@ LmOptions parse_lm_spec(std::string_view spec) {
     } else if (key == "checkpoint") {
       KBRL_CHECK_INPUT(value == "on" || value == "off", "policy spec: checkpoint={} (expected on or off)", value);
       o.checkpoint = value;
+    } else if (key == "adapter") {
+      KBRL_CHECK_INPUT(!value.empty(), "policy spec: adapter= names no file (adapter=FILE: a LoRA adapter, e.g. kbrl "
+                       "sft's adapter.pt)");
+      o.adapter = value;
     } else {
       throw InputError(fmt::format("policy spec '{}': unknown key '{}' (valid keys: {})", spec, key, kKeys));
     }
@@ -154,6 +158,7 @@ LmPolicy::LmPolicy(LmOptions options) : options_(std::move(options)) {
   impl_ = std::make_unique<Impl>(std::move(m));
   impl_->model.net().set_checkpointing(options_.checkpoint == "on" ||
                                        (options_.checkpoint.empty() && options_.model_options.device != "cpu"));
+  if (!options_.adapter.empty()) load_adapter(options_.adapter);
 }
 
 LmPolicy::~LmPolicy() = default;

@@ -197,8 +197,37 @@ void LmPolicy::load_base(const std::filesystem::path& file) {
 }
 
 namespace {
+
+/// A sample of the base model's embedding (4,096 entries at fixed strided positions, float32): an
+/// adapter keeps the sample of the model it was trained on, and loads only on a model whose sample
+/// correlates with it (the same weights in any dtype or quantization correlate near 1, another
+/// model's near 0).
+constexpr int64_t kBaseSample = 4096;
+constexpr double kBaseMinCorrelation = 0.9;
+
+torch::Tensor base_sample(LmPolicy::Impl& impl) {
+  const torch::Tensor flat = impl.model.net().embedding().detach().reshape({-1});
+  const int64_t stride = std::max<int64_t>(1, flat.numel() / kBaseSample);
+  return flat.slice(0, 0, stride * std::min(kBaseSample, flat.numel()), stride).to(torch::kCPU, torch::kFloat64);
+}
+
+void check_base(torch::serialize::InputArchive& a, LmPolicy::Impl& impl, const std::string& source) {
+  torch::Tensor theirs;
+  if (!a.try_read("meta.base_sample", theirs)) return;  // an adapter from before the sample was kept
+  const torch::Tensor ours = base_sample(impl);
+  KBRL_CHECK_INPUT(theirs.numel() == ours.numel(), "{} was made for another base model (its embedding sample has {} "
+                   "entries, this model's {})", source, theirs.numel(), ours.numel());
+  const torch::Tensor x = theirs.to(torch::kFloat64) - theirs.to(torch::kFloat64).mean(), y = ours - ours.mean();
+  const double r = (x * y).sum().item<double>() / std::sqrt((x * x).sum().item<double>() * (y * y).sum().item<double>() + 1e-300);
+  KBRL_CHECK_INPUT(r >= kBaseMinCorrelation,
+                   "{} was made for another base model: the embedding it was trained on correlates r = {:.3f} with this "
+                   "model's (the same shapes, other weights; load it on the model it was trained on)",
+                   source, r);
+}
+
 void write_adapter(torch::serialize::OutputArchive& a, LmPolicy::Impl& impl, const std::vector<std::string>& targets) {
   write_sizes(a, impl.model.config());
+  a.write("meta.base_sample", base_sample(impl));
   a.write("lora.rank", torch::tensor(std::vector<int64_t>{impl.lora->rank}));
   a.write("lora.alpha", torch::tensor(std::vector<double>{impl.lora->alpha}));
   auto& layers = impl.model.net().layers();
@@ -212,6 +241,7 @@ void write_adapter(torch::serialize::OutputArchive& a, LmPolicy::Impl& impl, con
 
 void read_adapter(torch::serialize::InputArchive& a, LmPolicy::Impl& impl, const std::string& source) {
   check_sizes(a, impl.model.config(), source);
+  check_base(a, impl, source);
   torch::Tensor rank, alpha;
   KBRL_CHECK_INPUT(a.try_read("lora.rank", rank) && a.try_read("lora.alpha", alpha), "{} is not a LoRA adapter", source);
   LoraConfig c;
