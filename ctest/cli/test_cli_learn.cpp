@@ -359,7 +359,8 @@ TEST(CliLearn, BadInputFailsClearly) {
 
   r = run_cli("sft" + kSynthetic + "--task 19 --out " + out.string());
   EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_NE(r.output.find("--teacher heuristic|known-good or --from-samples"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--teacher heuristic|known-good, --from-samples FILE or --corpus FILE (exactly one)"),
+            std::string::npos) << r.output;
   // Known-good kernels are text: only a language model in the process trains on them.
   r = run_cli("sft" + kSynthetic + "--task 19 --teacher known-good --out " + out.string());
   EXPECT_EQ(r.status, 2) << r.output;

@@ -209,6 +209,58 @@ TEST(LmPolicy, AdapterCheckpointsRoundTrip) {
   EXPECT_NE(message.find("another model shape"), std::string::npos) << message;
 }
 
+/// The message of the InputError `f` throws ("no error" when it throws none).
+template <class F>
+std::string input_error_of(F f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// An adapter keeps a sample of the base model's embedding: it loads on the model it was trained on
+// (also through the spec's adapter= key), and a model of the same shapes with other weights (another
+// seed) refuses it.
+TEST(LmPolicy, AnAdapterLoadsOnlyOnItsBaseModel) {
+  LmPolicy p(tiny());
+  p.add_adapter({4, 8.0}, 3);
+  p.set_optimizer({.learning_rate = 1e-2});
+  const auto samples = p.sample(relu(), 2, 1.0, 1);
+  p.update(items_with(relu(), samples, {1.0, -1.0}), UpdateConfig{});
+  const auto trained = p.logprob(relu(), tokens_of(samples), 1.0);
+  const auto file =
+      std::filesystem::temp_directory_path() / ("kbrl-lm-base-adapter-" + std::to_string(::getpid()) + ".pt");
+  p.save_adapter(file);
+
+  LmPolicy same(tiny());  // random:2x128:7
+  EXPECT_EQ(input_error_of([&] { same.load_adapter(file); }), "no error");
+  expect_near_rows(same.logprob(relu(), tokens_of(samples), 1.0), trained, 1e-6);
+  // The spec's adapter= key loads it when the policy is made.
+  LmPolicy from_spec(parse_lm_spec("lm:random:2x128:7,shots=0,system=none,adapter=" + file.string()));
+  EXPECT_TRUE(from_spec.has_adapter());
+  expect_near_rows(from_spec.logprob(relu(), tokens_of(samples), 1.0), trained, 1e-6);
+
+  LmOptions other = tiny();
+  other.model = "random:2x128:8";  // the same shapes, other weights
+  LmPolicy q(other);
+  const std::string message = input_error_of([&] { q.load_adapter(file); });
+  EXPECT_NE(message.find("was made for another base model"), std::string::npos) << message;
+  EXPECT_NE(message.find(file.string()), std::string::npos) << message;
+  EXPECT_FALSE(q.has_adapter());
+  const std::string state = p.adapter_state();  // the in-memory form keeps the sample too
+  const std::string restored = input_error_of([&] { q.restore_adapter(state); });
+  EXPECT_NE(restored.find("another base model"), std::string::npos) << restored;
+  const std::string at_construction = input_error_of(
+      [&] { LmPolicy r(parse_lm_spec("lm:random:2x128:8,shots=0,system=none,adapter=" + file.string())); });
+  EXPECT_NE(at_construction.find("another base model"), std::string::npos) << at_construction;
+  std::filesystem::remove(file);
+  const std::string missing = input_error_of(
+      [&] { LmPolicy r(parse_lm_spec("lm:random:2x128:7,shots=0,system=none,adapter=" + file.string())); });
+  EXPECT_NE(missing.find("does not exist"), std::string::npos) << missing;
+}
+
 TEST(LmPolicy, TheTeacherReadsFeedbackAndDemonstration) {
   LmPolicy p(tiny());
   const auto samples = p.sample(relu(), 2, 1.0, 2);
@@ -236,12 +288,17 @@ TEST(LmPolicy, SpecErrorsNameTheProblem) {
   EXPECT_NE(error("lm:m.gguf,dtype=fp8").find("dtype=fp8"), std::string::npos);
   EXPECT_NE(error("lm:m.gguf,max_tokens=0").find("max_tokens"), std::string::npos);
   EXPECT_NE(error("lm:m.gguf,graphs=maybe").find("graphs=maybe (expected on or off)"), std::string::npos);
+  EXPECT_NE(error("lm:m.gguf,adapter=").find("adapter= names no file"), std::string::npos);
   const LmOptions o = parse_lm_spec("lm:m.gguf,targets=q+v,max_tokens=64,device=cuda:1,dtype=bfloat16,graphs=off");
   EXPECT_EQ(o.lora_targets, (std::vector<std::string>{"q", "v"}));
   EXPECT_EQ(o.max_tokens, 64);
   EXPECT_EQ(o.model_options.device, "cuda:1");
   EXPECT_FALSE(o.model_options.cuda_graphs);
   EXPECT_TRUE(parse_lm_spec("lm:m.gguf").model_options.cuda_graphs);
+  EXPECT_EQ(parse_lm_spec("lm:m.gguf,adapter=/x.pt").adapter, "/x.pt");
+  EXPECT_EQ(parse_lm_spec("lm:m.gguf,style=file,adapter=/runs/sft/adapter.pt,shots=0").adapter,
+            "/runs/sft/adapter.pt");
+  EXPECT_EQ(parse_lm_spec("lm:m.gguf").adapter, "");
   // A random model of a named architecture's shapes; an unknown name lists the presets.
   try {
     LmPolicy unknown(parse_lm_spec("lm:random:llama-70b"));
