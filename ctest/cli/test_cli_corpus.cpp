@@ -1,8 +1,5 @@
 // `kbrl corpus` (the generators' kernels as a language model's answers, JSON lines) and the flags of
 // `kbrl sft --corpus`, as a user runs them: no GPU, no model file.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -10,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <ctest/text_testing.h>
 #include "cli_testing.h"
 #include <kernels/generator.h>
 #include <policies/corpus.h>
@@ -21,7 +20,6 @@ namespace kbrl::testing {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
 
 fs::path scratch(const std::string& name) { return fresh_dir("kbrl-cli-corpus", name); }
 
@@ -42,7 +40,7 @@ TEST(CliCorpus, WritesOneLinePerTaskAndConfigurationWithItsSplit) {
   const fs::path out = dir / "sub" / "corpus.jsonl";  // the folder is made
   auto r = run_cli("corpus --task 19,20 --per-task 2 --seed 3 --out " + out.string());
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("wrote 4 answers of 2 tasks to " + out.string()));
+  EXPECT_TRUE(contains(r.output, "wrote 4 answers of 2 tasks to " + out.string()));
   EXPECT_FALSE(fs::exists(out.string() + ".part"));
   const std::vector<nlohmann::json> lines = json_lines(out);
   ASSERT_EQ(lines.size(), 4u);
@@ -87,7 +85,7 @@ TEST(CliCorpus, AnExistingOutNeedsForce) {
 
   r = run_cli("corpus --task 19 --per-task 1 --out " + out.string());
   EXPECT_NE(r.status, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("--out " + out.string() + " exists: give another file, or --force to replace it"));
+  EXPECT_TRUE(contains(r.output, "--out " + out.string() + " exists: give another file, or --force to replace it"));
   EXPECT_EQ(read_text(out), before);
   EXPECT_FALSE(fs::exists(out.string() + ".part"));
 
@@ -105,13 +103,13 @@ TEST(CliCorpus, TheOutMustBeJsonLines) {
     const fs::path out = dir / name;
     auto r = run_cli("corpus --task 19 --per-task 1 --out " + out.string());
     EXPECT_EQ(r.status, 2) << name << ": " << r.output;
-    EXPECT_THAT(r.output, HasSubstr("the corpus is JSON lines: name it *.jsonl")) << name;
+    EXPECT_TRUE(contains(r.output, "the corpus is JSON lines: name it *.jsonl")) << name;
     EXPECT_FALSE(fs::exists(out)) << name;
     EXPECT_FALSE(fs::exists(out.string() + ".part")) << name;
   }
   auto r = run_cli("corpus --task 19 --per-task 0 --out " + (dir / "zero.jsonl").string());
   EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("--per-task must be >= 1 (got 0)"));
+  EXPECT_TRUE(contains(r.output, "--per-task must be >= 1 (got 0)"));
   EXPECT_FALSE(fs::exists(dir / "zero.jsonl"));
 }
 
@@ -126,14 +124,14 @@ TEST(CliCorpus, SftTakesACorpusOnlyAloneAndOnlyForALanguageModel) {
   r = run_cli("sft --env synthetic --scale small --task 19 --teacher heuristic --corpus " + corpus.string() +
               " --out " + out.string());
   EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("--teacher heuristic|known-good, --from-samples FILE or --corpus FILE (exactly one)"));
+  EXPECT_TRUE(contains(r.output, "--teacher heuristic|known-good, --from-samples FILE or --corpus FILE (exactly one)"));
   EXPECT_FALSE(fs::exists(out));
 
   // The schedule policy (the default, and named) writes no text.
   for (const std::string policy : {"", " --policy schedule"}) {
     r = run_cli("sft --env synthetic --scale small --corpus " + corpus.string() + policy + " --out " + out.string());
     EXPECT_EQ(r.status, 2) << policy << ": " << r.output;
-    EXPECT_THAT(r.output, HasSubstr("--corpus trains a language model on kernels written as text: use --policy "
+    EXPECT_TRUE(contains(r.output, "--corpus trains a language model on kernels written as text: use --policy "
                                     "lm:MODEL,style=file"))
         << policy;
     EXPECT_FALSE(fs::exists(out)) << policy;
@@ -143,13 +141,13 @@ TEST(CliCorpus, SftTakesACorpusOnlyAloneAndOnlyForALanguageModel) {
   r = run_cli("sft --env synthetic --scale small --policy lm:random:1x64,shots=0,system=none --corpus " +
               corpus.string() + " --out " + out.string());
   EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("add style=file to the lm: spec"));
+  EXPECT_TRUE(contains(r.output, "add style=file to the lm: spec"));
 
   // A corpus that is not there is refused by name.
   r = run_cli("sft --env synthetic --scale small --policy lm:random:1x64,style=file --corpus " +
               (dir / "none.jsonl").string() + " --out " + (dir / "out2").string());
   EXPECT_NE(r.status, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("none.jsonl"));
+  EXPECT_TRUE(contains(r.output, "none.jsonl"));
   EXPECT_FALSE(fs::exists(dir / "out2"));
 }
 
@@ -178,8 +176,8 @@ TEST(CliCorpus, SftOnACorpusWritesAnAdapterAndHeldOutNll) {
   r = run_cli("sft --env synthetic --scale small --policy lm:random:1x64,style=file,shots=0,system=none --corpus " +
               corpus.string() + " --epochs 2 --batch-size 2 --out " + out.string());
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("2 answers of 1 train tasks, 2 held-out answers of 1 eval tasks"));
-  EXPECT_THAT(r.output, HasSubstr("sft on 2 items, 2 epochs"));
+  EXPECT_TRUE(contains(r.output, "2 answers of 1 train tasks, 2 held-out answers of 1 eval tasks"));
+  EXPECT_TRUE(contains(r.output, "sft on 2 items, 2 epochs"));
   EXPECT_TRUE(fs::exists(out / "adapter.pt"));
   EXPECT_FALSE(fs::exists(out / "sft.pt"));
   const auto steps = csv_fields(out / "sft_steps.csv");

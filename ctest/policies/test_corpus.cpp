@@ -12,9 +12,10 @@
 #include <string>
 #include <vector>
 
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include <ctest/text_testing.h>
 
 #include <kbrl/error.h>
 #include <kernels/action.h>
@@ -28,8 +29,9 @@ namespace kbrl {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
-using ::testing::StartsWith;
+
+using kbrl::testing::contains;
+using kbrl::testing::starts_with;
 
 constexpr std::string_view kSafety[] = {"precision", "fast_math", "tail"};
 
@@ -127,7 +129,7 @@ TEST(Corpus, FewerThanOneConfigurationIsAnInputError) {
       corpus_configurations(kb(19), n, 0);
       ADD_FAILURE() << "no error for n = " << n;
     } catch (const InputError& e) {
-      EXPECT_THAT(e.what(), HasSubstr("at least one configuration")) << n;
+      EXPECT_TRUE(contains(e.what(), "at least one configuration")) << n;
     }
   }
 }
@@ -170,12 +172,12 @@ TEST(Corpus, AnswersAreOneCudaBlockThatRealizesAsTheGeneratorsCandidate) {
       const Candidate generated = g.generate(task, config);
       ASSERT_TRUE(has_generator_header(candidate_file_text(generated, task))) << where;  // there is one to drop
       const std::string answer = generator_answer(task, config);
-      EXPECT_THAT(answer, StartsWith("```cuda\n")) << where;
+      EXPECT_TRUE(starts_with(answer, "```cuda\n")) << where;
       ASSERT_GE(answer.size(), 4u);
       EXPECT_EQ(answer.substr(answer.size() - 4), "```\n") << where;
       EXPECT_EQ(fence_lines(answer), 2) << where;  // exactly one block
-      EXPECT_THAT(answer, HasSubstr("// kbrl: launch")) << where;
-      EXPECT_THAT(answer, ::testing::Not(HasSubstr(" generator:"))) << where;
+      EXPECT_TRUE(contains(answer, "// kbrl: launch")) << where;
+      EXPECT_FALSE(contains(answer, " generator:")) << where;
       EXPECT_FALSE(has_generator_header(answer)) << where;
 
       const Realized r = realize(task, Action{ActionKind::text, {}, answer});
@@ -320,38 +322,30 @@ TEST(Corpus, ReadCorpusNamesWhatIsWrong) {
     return error_reading({line, bad}, name);
   };
 
-  EXPECT_THAT(with_good_first("{not json", "malformed.jsonl"), HasSubstr("malformed.jsonl line 2: not a JSON object"));
-  EXPECT_THAT(with_good_first("[1, 2]", "array.jsonl"), HasSubstr("line 2: not a JSON object"));
-  EXPECT_THAT(with_good_first(edited([](nlohmann::json& j) { j["version"] = "kbrl-corpus-0"; }), "version.jsonl"),
-              HasSubstr("line 2: version 'kbrl-corpus-0' is not kbrl-corpus-1"));
-  EXPECT_THAT(with_good_first(edited([](nlohmann::json& j) { j.erase("version"); }), "no_version.jsonl"),
-              HasSubstr("line 2: version '' is not kbrl-corpus-1"));
-  EXPECT_THAT(with_good_first(edited([](nlohmann::json& j) { j["split"] = "test"; }), "split.jsonl"),
-              HasSubstr("line 2: split 'test' is neither train nor eval"));
-  EXPECT_THAT(with_good_first(edited([](nlohmann::json& j) { j["split"] = "eval"; }), "wrong_split.jsonl"),
-              HasSubstr("line 2: task 19 is in the train split, not eval"));
-  EXPECT_THAT(with_good_first(edited([](nlohmann::json& j) { j["task_id"] = 101; }), "unknown_task.jsonl"),
-              HasSubstr("line 2: task 101 does not exist"));
-  EXPECT_THAT(with_good_first(edited([](nlohmann::json& j) {
+  EXPECT_TRUE(contains(with_good_first("{not json", "malformed.jsonl"), "malformed.jsonl line 2: not a JSON object"));
+  EXPECT_TRUE(contains(with_good_first("[1, 2]", "array.jsonl"), "line 2: not a JSON object"));
+  EXPECT_TRUE(contains(with_good_first(edited([](nlohmann::json& j) { j["version"] = "kbrl-corpus-0"; }), "version.jsonl"), "line 2: version 'kbrl-corpus-0' is not kbrl-corpus-1"));
+  EXPECT_TRUE(contains(with_good_first(edited([](nlohmann::json& j) { j.erase("version"); }), "no_version.jsonl"), "line 2: version '' is not kbrl-corpus-1"));
+  EXPECT_TRUE(contains(with_good_first(edited([](nlohmann::json& j) { j["split"] = "test"; }), "split.jsonl"), "line 2: split 'test' is neither train nor eval"));
+  EXPECT_TRUE(contains(with_good_first(edited([](nlohmann::json& j) { j["split"] = "eval"; }), "wrong_split.jsonl"), "line 2: task 19 is in the train split, not eval"));
+  EXPECT_TRUE(contains(with_good_first(edited([](nlohmann::json& j) { j["task_id"] = 101; }), "unknown_task.jsonl"), "line 2: task 101 does not exist"));
+  EXPECT_TRUE(contains(with_good_first(edited([](nlohmann::json& j) {
                                 nlohmann::json& m = j["messages"];
                                 m.erase(m.size() - 1);  // the assistant's
                               }),
-                              "no_answer.jsonl"),
-              HasSubstr("line 2: no assistant message"));
-  EXPECT_THAT(with_good_first(edited([](nlohmann::json& j) { j.erase("config"); }), "no_config.jsonl"),
-              HasSubstr("line 2: "));
-  EXPECT_THAT(with_good_first(edited([](nlohmann::json& j) { j["task_id"] = "nineteen"; }), "bad_type.jsonl"),
-              HasSubstr("line 2: "));
+                              "no_answer.jsonl"), "line 2: no assistant message"));
+  EXPECT_TRUE(contains(with_good_first(edited([](nlohmann::json& j) { j.erase("config"); }), "no_config.jsonl"), "line 2: "));
+  EXPECT_TRUE(contains(with_good_first(edited([](nlohmann::json& j) { j["task_id"] = "nineteen"; }), "bad_type.jsonl"), "line 2: "));
 
-  EXPECT_THAT(error_reading({}, "empty.jsonl"), HasSubstr("empty.jsonl holds no lines"));
-  EXPECT_THAT(error_reading({"", "   "}, "blank.jsonl"), HasSubstr("blank.jsonl holds no lines"));
+  EXPECT_TRUE(contains(error_reading({}, "empty.jsonl"), "empty.jsonl holds no lines"));
+  EXPECT_TRUE(contains(error_reading({"", "   "}, "blank.jsonl"), "blank.jsonl holds no lines"));
   const fs::path missing = scratch("missing.jsonl");
   fs::remove(missing);
   try {
     read_corpus(missing);
     ADD_FAILURE() << "no error for a missing file";
   } catch (const InputError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("cannot read the corpus " + missing.string()));
+    EXPECT_TRUE(contains(e.what(), "cannot read the corpus " + missing.string()));
   }
   // The good line alone reads.
   EXPECT_EQ(error_reading({line}, "good.jsonl"), "no error");
