@@ -17,6 +17,8 @@ void add_train_command(CLI::App& app);
 void add_ttt_command(CLI::App& app);
 void add_sft_command(CLI::App& app);
 void add_corpus_command(CLI::App& app);
+void add_baseline_command(CLI::App& app);
+void add_regress_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
 void add_prompt_command(CLI::App& app);
 void add_model_command(CLI::App& app);

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
   kbrl::cli::add_ttt_command(app);
   kbrl::cli::add_sft_command(app);
   kbrl::cli::add_corpus_command(app);
+  kbrl::cli::add_baseline_command(app);
+  kbrl::cli::add_regress_command(app);
   kbrl::cli::add_sweep_command(app);
   kbrl::cli::add_prompt_command(app);
   kbrl::cli::add_model_command(app);
