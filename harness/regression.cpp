@@ -89,7 +89,7 @@ json to_json(const Baseline& b) {
 }
 
 Baseline baseline_from_json(const json& j, const std::string& source) {
-  KBRL_CHECK_INPUT(j.is_object() && j.value("format", "") == "kbrl-baseline-1",
+  KBRL_CHECK_INPUT(j.is_object() && j.contains("format") && j.at("format") == "kbrl-baseline-1",
                    "{} is not a kbrl baseline (kbrl baseline writes one; format kbrl-baseline-1)", source);
   Baseline b;
   try {

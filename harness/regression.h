@@ -26,7 +26,7 @@ namespace kbrl {
 struct SuiteKernel {
   std::filesystem::path file;  // absolute, or relative to the working directory
   int task_id = 0;
-  std::string name;  // the file's name without its directory, unique in the suite
+  std::string name;  // as the suite names it (a manifest's "file", a known-good file's name), unique in it
 };
 
 struct Suite {
