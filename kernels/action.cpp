@@ -289,6 +289,13 @@ bool has_plan_line(const std::string& code) {
   return std::regex_search(code, plan);
 }
 
+/// KernelBench's answer format: a Python `ModelNew` whose CUDA is compiled by
+/// torch.utils.cpp_extension.load_inline (device code plus a host function that launches it).
+bool is_kernelbench_answer(const std::string& code) {
+  return code.find("ModelNew") != std::string::npos &&
+         (code.find("load_inline") != std::string::npos || code.find("cpp_extension") != std::string::npos);
+}
+
 }  // namespace
 
 std::string_view to_string(ActionKind k) { return enum_name(k); }
@@ -341,6 +348,12 @@ Realized realize(const TaskSpec& task, const Action& action) {
   r.code = extract_code(action.text);
   if (blank(r.code)) {
     r.format_error = "no code in the text";
+    return r;
+  }
+  if (is_kernelbench_answer(r.code)) {
+    r.format_error = "a KernelBench-format answer (a Python ModelNew compiled with load_inline): kbrl reads device "
+                     "code only, a candidate file with `// kbrl:` launch lines or the body of the scaffold's kernel "
+                     "(`kbrl prompt --style file|body` shows both); KernelBench's format is not read yet";
     return r;
   }
   if (has_plan_line(r.code)) {

@@ -71,7 +71,8 @@ inline constexpr size_t kMaxActionTextBytes = 256 * 1024;
 ///   `#define`s, constants) before the first statement go before the kernel, the rest is the body;
 ///   a complete `kbrl_forward` definition in the code is taken apart into helpers and body. Text
 ///   that yields no candidate (no code, too long, unbalanced braces, a bad plan line, `main()`, a
-///   `__global__` kernel other than kbrl_forward in body style) never throws: `format_error` says
+///   `__global__` kernel other than kbrl_forward in body style, KernelBench's Python `ModelNew` with
+///   load_inline, named as such) never throws: `format_error` says
 ///   why. `#include` lines stay in the code: NVRTC decides (allowed headers only).
 Realized realize(const TaskSpec& task, const Action& action);
 

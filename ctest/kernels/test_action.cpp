@@ -116,6 +116,23 @@ TEST(Realize, TextWithoutACandidateIsAFormatErrorNeverAnException) {
   }
 }
 
+TEST(Realize, AKernelBenchAnswerIsNamedNotReadAsABody) {
+  // KernelBench's format: a Python ModelNew whose CUDA source is compiled by load_inline.
+  const std::string answer = "```python\nimport torch\nfrom torch.utils.cpp_extension import load_inline\n"
+                             "cuda_source = \"\"\"\n__global__ void relu_kernel(const float* x, float* y, int n) {\n"
+                             "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = x[i] > 0 ? x[i] : 0;\n}\n"
+                             "\"\"\"\nrelu = load_inline(name='relu', cpp_sources='', cuda_sources=cuda_source)\n"
+                             "class ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return relu.relu_cuda(x)\n```\n";
+  const Realized r = realize(task_spec(19, Scale::small), text_action(answer));
+  EXPECT_FALSE(r.candidate);
+  EXPECT_TRUE(contains(r.format_error, "KernelBench-format answer")) << r.format_error;
+  // ModelNew alone (a word in a comment) is not the format.
+  const Realized body = realize(task_spec(19, Scale::small),
+                                text_action("```cuda\n// unlike ModelNew, a body\nKBRL_GRID_STRIDE_LOOP(i, x_numel) "
+                                            "y[i] = x[i] > 0.f ? x[i] : 0.f;\n```"));
+  EXPECT_TRUE(body.candidate) << body.format_error;
+}
+
 TEST(Realize, BracesInCommentsAndStringsDoNotCount) {
   const TaskSpec task = task_spec(19, Scale::small);
   const Realized r = realize(task, text_action("```\n// a } in a comment {{\n"
