@@ -6,7 +6,6 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <kbrl/cli_main.h>
@@ -38,14 +37,6 @@ struct RegressOptions {
   bool force = false;
   EvalFlags flags;
 };
-
-std::string read_bytes(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  KBRL_CHECK_INPUT(in.good(), "cannot read {}", file.string());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 void write_text(const std::string& path, const std::string& text) {
   const std::string part = path + ".part";
@@ -90,7 +81,7 @@ Baseline measure(const Suite& suite, const RegressOptions& o) {
   const Scale scale = parse_scale(suite.scale);
   for (size_t i = 0; i < suite.kernels.size(); ++i) {
     const SuiteKernel& k = suite.kernels[i];
-    const std::string raw = read_bytes(k.file);
+    const std::string raw = read_candidate_file(k.file.string());
     const Candidate candidate = parse_candidate_file(raw, task_spec(k.task_id, scale), k.file.filename().string());
     b.entries.push_back({k.name, k.task_id, sha256_hex(raw), evaluator.evaluate(candidate, raw)});
     const EvalRecord& r = b.entries.back().record;
