@@ -81,8 +81,6 @@ std::vector<TrainItem> items_from_samples(const std::string& file, const std::ve
 /// given) into `train`, eval lines into `held_out` (the loss curve's evaluation loss).
 void items_from_corpus(const std::string& file, const std::vector<int>& only_tasks, Policy& policy,
                        const lm::LmOptions& lm, std::vector<TrainItem>& train, std::vector<TrainItem>& held_out) {
-  KBRL_CHECK_INPUT(lm.prompt.style == TextStyle::file,
-                   "--corpus: the corpus answers with candidate files: add style=file to the lm: spec");
   std::map<std::pair<int, Scale>, std::vector<Sample>> by_task;
   std::string version;
   for (const CorpusEntry& e : read_corpus(file)) {
@@ -122,6 +120,8 @@ void run_sft_command(const CommonOptions& o, const SftOptions& s) {
                    "(exactly one)");
   KBRL_CHECK_INPUT(s.corpus.empty() || is_lm_policy(o.policy.name),
                    "--corpus trains a language model on kernels written as text: use --policy lm:MODEL,style=file");
+  KBRL_CHECK_INPUT(s.corpus.empty() || lm::parse_lm_spec(o.policy.name).prompt.style == TextStyle::file,
+                   "--corpus: the corpus answers with candidate files: add style=file to the lm: spec");
   KBRL_CHECK_INPUT(s.teacher.empty() || s.teacher == "heuristic" || s.teacher == "known-good",
                    "unknown --teacher '{}': expected heuristic or known-good", s.teacher);
   KBRL_CHECK_INPUT(s.teacher != "known-good" || is_lm_policy(o.policy.name),
@@ -130,6 +130,11 @@ void run_sft_command(const CommonOptions& o, const SftOptions& s) {
   nlohmann::json j;
   SftConfig c = read_config(o, false, read_sft_config, j);
   const bool lm_policy = is_lm_policy(o.policy.name);
+  // The adapter SFT writes adapts the model as loaded: on top of another adapter (merged at load) it
+  // would be a delta that no later load reproduces.
+  KBRL_CHECK_INPUT(!lm_policy || (o.policy.adapter.empty() && lm::parse_lm_spec(o.policy.name).adapter.empty()),
+                   "kbrl sft writes an adapter of the model as loaded: start from the base model, without --adapter "
+                   "or adapter= (adapters do not stack)");
   if (lm_policy) {  // a language model trains a LoRA adapter only, kept apart: DIR/adapter.pt
     c.lora = true;
     c.merge_adapter = false;

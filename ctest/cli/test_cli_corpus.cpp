@@ -142,6 +142,14 @@ TEST(CliCorpus, SftTakesACorpusOnlyAloneAndOnlyForALanguageModel) {
               corpus.string() + " --out " + out.string());
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "add style=file to the lm: spec"));
+  EXPECT_FALSE(fs::exists(out));  // refused before the folder is made
+
+  // SFT on top of an adapter would write a delta no later load reproduces.
+  r = run_cli("sft --env synthetic --scale small --policy lm:random:1x64,style=file,adapter=" + (dir / "a.pt").string() +
+              " --corpus " + corpus.string() + " --out " + out.string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "adapters do not stack")) << r.output;
+  EXPECT_FALSE(fs::exists(out));
 
   // A corpus that is not there is refused by name.
   r = run_cli("sft --env synthetic --scale small --policy lm:random:1x64,style=file --corpus " +
