@@ -177,13 +177,19 @@ TEST(LmPolicy, SftRaisesTheLikelihoodOfItsData) {
   EXPECT_GT(sum_of(p.logprob(relu(), tokens_of(samples), 1.0)[0]), before + 1.0);
 }
 
-TEST(LmPolicy, AdapterCheckpointsRoundTrip) {
-  LmPolicy p(tiny());
+/// One step of a fresh adapter (rank 4) on two of the policy's samples, one rewarded and one not: the
+/// adapter the checkpoint tests save and load, with the samples and their log-probs under it.
+std::pair<std::vector<Sample>, std::vector<std::vector<double>>> train_an_adapter(LmPolicy& p) {
   p.add_adapter({4, 8.0}, 3);
   p.set_optimizer({.learning_rate = 1e-2});
   const auto samples = p.sample(relu(), 2, 1.0, 1);
   p.update(items_with(relu(), samples, {1.0, -1.0}), UpdateConfig{});
-  const auto trained = p.logprob(relu(), tokens_of(samples), 1.0);
+  return {samples, p.logprob(relu(), tokens_of(samples), 1.0)};
+}
+
+TEST(LmPolicy, AdapterCheckpointsRoundTrip) {
+  LmPolicy p(tiny());
+  const auto [samples, trained] = train_an_adapter(p);
   const std::string state = p.adapter_state();
   const auto file = std::filesystem::temp_directory_path() / ("kbrl-lm-adapter-" + std::to_string(::getpid()) + ".pt");
   p.save_adapter(file);
@@ -225,11 +231,7 @@ std::string input_error_of(F f) {
 // seed) refuses it.
 TEST(LmPolicy, AnAdapterLoadsOnlyOnItsBaseModel) {
   LmPolicy p(tiny());
-  p.add_adapter({4, 8.0}, 3);
-  p.set_optimizer({.learning_rate = 1e-2});
-  const auto samples = p.sample(relu(), 2, 1.0, 1);
-  p.update(items_with(relu(), samples, {1.0, -1.0}), UpdateConfig{});
-  const auto trained = p.logprob(relu(), tokens_of(samples), 1.0);
+  const auto [samples, trained] = train_an_adapter(p);
   const auto file =
       std::filesystem::temp_directory_path() / ("kbrl-lm-base-adapter-" + std::to_string(::getpid()) + ".pt");
   p.save_adapter(file);
