@@ -2,7 +2,7 @@
 // (task, configuration) (policies/corpus.h): an SFT corpus for `kbrl sft --corpus` or any trainer
 // that reads chat messages.
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "learn_common.h"
+#include "out_dir.h"
 #include <experiments/run_setup.h>
 #include <kernels/generator.h>
 #include <policies/corpus.h>
@@ -57,10 +58,9 @@ void run_corpus(const CorpusOptions& o) {
     lo.model_options.device = "cpu";  // the tokenizer is all that is used
     model = std::make_unique<lm::LmPolicy>(lo);
   }
-  const fs::path out(o.out), part = fs::path(o.out + ".part");
+  const fs::path out(o.out);
   if (out.has_parent_path()) fs::create_directories(out.parent_path());
-  std::ofstream file(part, std::ios::trunc);
-  KBRL_CHECK_INPUT(file.good(), "cannot write {}", part.string());
+  std::ostringstream file;
   int lines = 0;
   int64_t answer_tokens = 0;
   for (int id : tasks) {
@@ -90,9 +90,7 @@ void run_corpus(const CorpusOptions& o) {
     }
     progress_line(fmt::format("corpus: task {} ({}) done", id, split_of(id)));
   }
-  file.close();
-  KBRL_CHECK_INPUT(file.good(), "writing {} failed (disk full?)", part.string());
-  fs::rename(part, out);
+  write_whole_file(o.out, file.str());
   std::cout << fmt::format("wrote {} answers of {} tasks to {}{}\n", lines, tasks.size(), out.string(),
                            model ? fmt::format(" ({} answer tokens)", answer_tokens) : std::string());
 }

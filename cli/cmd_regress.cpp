@@ -13,6 +13,7 @@
 #include <kbrl/sha256.h>
 
 #include "commands.h"
+#include "out_dir.h"
 #include "run_options.h"
 #include <harness/evaluator.h>
 #include <harness/gpu/cuda_driver.h>
@@ -37,18 +38,6 @@ struct RegressOptions {
   bool force = false;
   EvalFlags flags;
 };
-
-void write_text(const std::string& path, const std::string& text) {
-  const std::string part = path + ".part";
-  {
-    std::ofstream out(part, std::ios::binary | std::ios::trunc);
-    KBRL_CHECK_INPUT(out.good(), "cannot write {}", part);
-    out << text;
-    out.close();
-    KBRL_CHECK_INPUT(out.good(), "writing {} failed (disk full?)", part);
-  }
-  fs::rename(part, path);
-}
 
 /// Every kernel of the suite evaluated once under the suite's settings: compile-only for --arch
 /// (default sm_90) when there is no GPU.
@@ -94,9 +83,9 @@ Baseline measure(const Suite& suite, const RegressOptions& o) {
 void run_baseline(const RegressOptions& o) {
   KBRL_CHECK_INPUT(o.force || !fs::exists(o.out), "--out {} exists: give another file, or --force to replace it", o.out);
   const Baseline b = measure(read_suite(o.suite), o);
-  write_text(o.out, to_json(b).dump(1) + "\n");
+  write_whole_file(o.out, to_json(b).dump(1) + "\n");
   int ok = 0;
-  for (const BaselineEntry& e : b.entries) ok += e.record.outcome == Outcome::ok || e.record.compile.ok;
+  for (const BaselineEntry& e : b.entries) ok += passes(e.record);
   std::cout << fmt::format("baseline of {} ({} kernels, {} {}) written to {}\n", b.suite.name, b.entries.size(),
                            ok, b.machine.compile_only ? "compiled" : "ok", o.out);
 }
@@ -132,9 +121,9 @@ void run_regress(const RegressOptions& o) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string summary = markdown_summary(suite.name, now.machine, verdicts);
   std::cout << summary;
-  if (!o.junit.empty()) write_text(o.junit, junit_xml(suite.name, verdicts, seconds));
-  if (!o.markdown.empty()) write_text(o.markdown, summary);
-  if (!o.out.empty()) write_text(o.out, to_json(now).dump(1) + "\n");
+  if (!o.junit.empty()) write_whole_file(o.junit, junit_xml(suite.name, verdicts, seconds));
+  if (!o.markdown.empty()) write_whole_file(o.markdown, summary);
+  if (!o.out.empty()) write_whole_file(o.out, to_json(now).dump(1) + "\n");
   if (regressions > 0) command_exit_code() = kExitCandidateFailed;
 }
 

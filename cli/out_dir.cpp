@@ -90,4 +90,16 @@ fs::path prepare_out_dir(const OutDirFlags& flags, std::string_view command, con
   return dir;
 }
 
+void write_whole_file(const std::string& path, const std::string& text) {
+  const std::string part = path + ".part";
+  {
+    std::ofstream out(part, std::ios::binary | std::ios::trunc);
+    KBRL_CHECK_INPUT(out.good(), "cannot write {}", part);
+    out << text;
+    out.close();
+    KBRL_CHECK_INPUT(out.good(), "writing {} failed (disk full?)", part);
+  }
+  fs::rename(part, path);
+}
+
 }  // namespace kbrl::cli

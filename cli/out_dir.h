@@ -3,7 +3,8 @@
 // one run per folder. A folder that already holds files is refused unless the user says what to
 // do with them: --resume continues the run it holds (commands that can resume), --force replaces
 // it. A folder is a kbrl run's when it holds run.json (written first, so an interrupted run's folder
-// is one too); --force empties only such a folder, never one holding other files.
+// is one too); --force empties only such a folder, never one holding other files. An output
+// file of its own (a baseline, a corpus, a report) is written whole or not at all.
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -36,5 +37,10 @@ std::filesystem::path check_out_dir(const OutDirFlags& flags, std::string_view c
 /// written anew: it describes the latest invocation).
 std::filesystem::path prepare_out_dir(const OutDirFlags& flags, std::string_view command,
                                       const nlohmann::json& details = nlohmann::json::object());
+
+/// Writes `text` to `path` through `path`.part and a rename, so that the file is whole or absent
+/// (an interrupted or failed write leaves no half file). InputError naming the file when it cannot
+/// be written.
+void write_whole_file(const std::string& path, const std::string& text);
 
 }  // namespace kbrl::cli
