@@ -148,6 +148,10 @@ std::string speedup_text(const EvalRecord& r) {
 
 }  // namespace
 
+bool passes(const EvalRecord& r) {
+  return r.outcome == Outcome::ok || (r.outcome == Outcome::not_run && r.compile.ok);
+}
+
 KernelVerdict decide(const std::string& name, const std::optional<EvalRecord>& baseline, const EvalRecord& now,
                      double threshold) {
   KernelVerdict v{name, now.task_id, Verdict::unchanged, "", baseline, now};
@@ -158,8 +162,7 @@ KernelVerdict decide(const std::string& name, const std::optional<EvalRecord>& b
   };
   if (!baseline) return set(Verdict::new_kernel, "not in the baseline: " + speedup_text(now));
   const EvalRecord& was = *baseline;
-  const bool was_good = was.outcome == Outcome::ok || (was.outcome == Outcome::not_run && was.compile.ok);
-  const bool is_good = now.outcome == Outcome::ok || (now.outcome == Outcome::not_run && now.compile.ok);
+  const bool was_good = passes(was), is_good = passes(now);
   if (was_good && !is_good)
     return set(Verdict::regression, fmt::format("{} -> {}{}", to_string(was.outcome), to_string(now.outcome),
                                                 now.outcome_detail.empty() ? "" : ": " + now.outcome_detail));

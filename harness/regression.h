@@ -77,6 +77,9 @@ Baseline baseline_from_json(const nlohmann::json& j, const std::string& source);
 /// model, driver, NVRTC target or compile-only setting.
 std::string machine_mismatch(const MachineInfo& baseline, const MachineInfo& now);
 
+/// Does the kernel pass: outcome ok, or, compiling only, compiled (outcome not_run)?
+bool passes(const EvalRecord& r);
+
 enum class Verdict { regression, improvement, unchanged, new_kernel };
 std::string_view to_string(Verdict v);
 
