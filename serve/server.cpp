@@ -84,7 +84,7 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
   void start() { read(); }
 
  private:
-  bool in_reserve() const { return slot_->slot() == ConnectionCounter::Slot::reserve; }
+  bool in_reserve() const { return !slot_ || slot_->slot() == ConnectionCounter::Slot::reserve; }
 
   double read_timeout() const {
     return in_reserve() ? std::min(server_.options.read_timeout_seconds, kReserveReadTimeoutSeconds)
@@ -294,7 +294,10 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
     });
   }
 
+  // The slot is given back before the peer can see the connection end: a client that reconnects
+  // at once finds it free, rather than racing this session's destruction.
   void close() {
+    slot_.reset();
     boost::system::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
     stream_.close();

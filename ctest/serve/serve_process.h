@@ -132,18 +132,38 @@ inline RawAnswer read_answer(int fd, double timeout_seconds) {
   return answer;
 }
 
-/// Sends `bytes` on a fresh connection (then shuts the sending side) and reads the answer.
-inline RawAnswer raw_request(uint16_t port, std::string_view bytes, double timeout_seconds = 10,
-                             const char* source = "127.0.0.1") {
-  const int fd = connect_to(port, source);
-  if (fd < 0) return {};
+/// Sends all of `bytes` on `fd` (as much as the peer takes), then shuts the sending side.
+inline void send_all_and_shut(int fd, std::string_view bytes) {
   for (size_t sent = 0; sent < bytes.size();) {
     const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
     if (n <= 0) break;
     sent += static_cast<size_t>(n);
   }
   ::shutdown(fd, SHUT_WR);
+}
+
+/// Sends `bytes` on a fresh connection (then shuts the sending side) and reads the answer.
+inline RawAnswer raw_request(uint16_t port, std::string_view bytes, double timeout_seconds = 10,
+                             const char* source = "127.0.0.1") {
+  const int fd = connect_to(port, source);
+  if (fd < 0) return {};
+  send_all_and_shut(fd, bytes);
   RawAnswer answer = read_answer(fd, timeout_seconds);
+  ::close(fd);
+  return answer;
+}
+
+/// raw_request, then waits (up to `timeout_seconds`) for the server to close the connection: once
+/// it has, the server has given the connection's slot back, so the next request cannot race it.
+inline RawAnswer raw_request_until_closed(uint16_t port, std::string_view bytes, double timeout_seconds = 10) {
+  const int fd = connect_to(port);
+  if (fd < 0) return {};
+  send_all_and_shut(fd, bytes);
+  RawAnswer answer = read_answer(fd, timeout_seconds);
+  char rest[4096];
+  pollfd p{fd, POLLIN, 0};
+  while (::poll(&p, 1, static_cast<int>(timeout_seconds * 1000)) > 0 && ::recv(fd, rest, sizeof rest, 0) > 0) {
+  }
   ::close(fd);
   return answer;
 }
