@@ -79,6 +79,10 @@ function(kbrl_add_test)
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} kbrl_testing GTest::gtest GTest::gtest_main
                                           kbrl_warnings)
+  # A test's own code is assertions around calls into the libraries (built -O3): -O1 compiles it in
+  # 25-30% less time (test_cli_eval.cpp 6.8 -> 4.8 s, a torch test 13.6 -> 10.0 s on the 2-core
+  # machine) and still uses the torch precompiled header (-O0 would not: __OPTIMIZE__ differs).
+  target_compile_options(${T_NAME} PRIVATE -O1)
   if(T_TORCH)
     kbrl_use_torch(${T_NAME})
   endif()
@@ -94,6 +98,12 @@ function(kbrl_add_test)
       SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\] [0-9]+ tests?[.,]" RESOURCE_LOCK gpu)
   endif()
 endfunction()
+
+# The tests that hold the llama_server lock (the llm tests' one-slot server) run one after another:
+# that chain is the test command's longest path. This CTest COST has CTest start them before the
+# unit tests even without timing history (a fresh build), so the chain does not end alone on one
+# core while the other idles.
+set(KBRL_LLM_CHAIN_COST 1000)
 
 # kbrl_add_benchmark(NAME name SOURCES ... [LIBS ...] [TIMEOUT s])
 # A Google Benchmark executable registered with CTest under the label bench. It prints its figures
