@@ -146,10 +146,11 @@ TEST(ConvTransposedGenerator, SourcesFollowTheKnobs) {
   EXPECT_EQ(a79[18].ivalue, 2);
 }
 
-// Every legal configuration of every task compiles for sm_90a, grouped by (source, options); the
-// shapes are kernel arguments, so the small scale yields the same units (and is left out).
-// fp16_compute shows in the precision audit; fp32 shows nothing reduced.
-TEST(ConvTransposedGenerator, EveryConfigCompilesAndUnsafeOnesAreAudited) {
+// Every legal configuration (each task's pairwise cover unless KBRL_EVERY_CONFIG=1) of every task
+// compiles for sm_90a, grouped by (source, options); the shapes are kernel arguments, so the small
+// scale yields the same units (and is left out). fp16_compute shows in the precision audit; fp32
+// shows nothing reduced.
+TEST(ConvTransposedGenerator, ConfigsCompileAndUnsafeOnesAreAudited) {
   testing::expect_every_config_compiles(testing::task_specs(kConvTTasks), "conv_transposed");
 }
 

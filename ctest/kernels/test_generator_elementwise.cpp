@@ -121,11 +121,34 @@ TEST(ElementwiseGenerator, SourcesFollowTheKnobs) {
   EXPECT_EQ(c5.launches[0].args[3], (KernelArg{ArgKind::task_scalar, 0}));
 }
 
-// Every legal configuration of every covered task compiles for sm_90a. block and grid change only
-// the launch, so configurations are grouped by their (source, options); each distinct unit is
-// compiled once, at the KernelBench scale (the small scale's sources are the same except task 12's
-// row length, which is compiled too). Unsafe configurations show in the precision audit.
-TEST(ElementwiseGenerator, EveryConfigCompilesAndUnsafeOnesAreAudited) {
+// The generator tests' pairwise cover (generator_testing.h) holds every pair of knob settings that
+// some legal configuration holds, in fewer configurations: on an elementwise and a gemm task.
+TEST(GeneratorTesting, PairwiseCoverHoldsEveryPairOfKnobSettings) {
+  for (int id : {19, 1}) {
+    const TaskSpec task = task_spec(id, Scale::kernelbench);
+    const std::vector<Config> all = generator_for(id).space(task).enumerate();
+    const std::vector<Config> cover = testing::pairwise_cover(all);
+    auto pairs = [](const std::vector<Config>& configs) {
+      std::set<std::string> out;
+      for (const Config& c : configs)
+        for (size_t i = 0; i < c.entries().size(); ++i)
+          for (size_t j = i + 1; j < c.entries().size(); ++j)
+            out.insert(c.entries()[i].first + "=" + c.entries()[i].second + "," + c.entries()[j].first + "=" +
+                       c.entries()[j].second);
+      return out;
+    };
+    EXPECT_EQ(pairs(cover), pairs(all)) << "task " << id;
+    EXPECT_LT(cover.size() * 3, all.size()) << "task " << id << ": " << cover.size() << " of " << all.size();
+    for (const Config& c : cover) EXPECT_NE(std::find(all.begin(), all.end(), c), all.end()) << c.str();
+  }
+}
+
+// Every legal configuration (each task's pairwise cover unless KBRL_EVERY_CONFIG=1) of every
+// covered task compiles for sm_90a. block and grid change only the launch, so configurations are
+// grouped by their (source, options); each distinct unit is compiled once, at the KernelBench scale
+// (the small scale's sources are the same except task 12's row length, which is compiled too).
+// Unsafe configurations show in the precision audit.
+TEST(ElementwiseGenerator, ConfigsCompileAndUnsafeOnesAreAudited) {
   std::vector<TaskSpec> tasks = testing::task_specs(kElementwise.tasks());
   tasks.push_back(task_spec(12, Scale::small));
   testing::expect_every_config_compiles(tasks, "elementwise");

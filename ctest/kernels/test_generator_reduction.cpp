@@ -129,7 +129,7 @@ TEST(ReductionGenerator, SourcesFollowTheKnobs) {
 // Every distinct (source, options) of every legal configuration of every task (both scales'
 // sources are the same; they are added anyway) compiles for sm_90a; fp16_compute shows in the
 // precision audit and fp32 configurations show nothing.
-TEST(ReductionGenerator, EveryConfigCompilesAndUnsafeOnesAreAudited) {
+TEST(ReductionGenerator, ConfigsCompileAndUnsafeOnesAreAudited) {
   testing::expect_every_config_compiles(
       testing::task_specs(kReduction.tasks(), {Scale::kernelbench, Scale::small}), "reduction");
 }
