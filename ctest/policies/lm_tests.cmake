@@ -22,17 +22,19 @@ endif()
 set(KBRL_LLM_F32_STATE_DIR "${CMAKE_BINARY_DIR}/llm-f32")
 add_test(NAME llm_f32_model
   COMMAND bash ${PROJECT_SOURCE_DIR}/ctest/llm/f32_model.sh $<TARGET_FILE:kbrl> ${KBRL_LLM_F32_STATE_DIR}/model-f32.gguf)
-set_tests_properties(llm_f32_model PROPERTIES LABELS llm TIMEOUT 300 FIXTURES_SETUP llm_f32_model)
+set_tests_properties(llm_f32_model PROPERTIES LABELS llm TIMEOUT 300 FIXTURES_SETUP llm_f32_model
+  COST ${KBRL_LLM_CHAIN_COST})
 add_test(NAME llama_server_f32_start
   COMMAND bash ${PROJECT_SOURCE_DIR}/ctest/llm/llama_server.sh start ${KBRL_LLM_F32_STATE_DIR}
           ${KBRL_LLM_F32_STATE_DIR}/model-f32.gguf -ctk f32 -ctv f32 -fa off)
 add_test(NAME llama_server_f32_stop
   COMMAND bash ${PROJECT_SOURCE_DIR}/ctest/llm/llama_server.sh stop ${KBRL_LLM_F32_STATE_DIR})
 set_tests_properties(llama_server_f32_start PROPERTIES LABELS llm TIMEOUT 120 FIXTURES_SETUP llama_server_f32
-  FIXTURES_REQUIRED llm_f32_model)
+  FIXTURES_REQUIRED llm_f32_model COST ${KBRL_LLM_CHAIN_COST})
 set_tests_properties(llama_server_f32_stop PROPERTIES LABELS llm TIMEOUT 60 FIXTURES_CLEANUP llama_server_f32)
 target_compile_definitions(test_lm_llm PRIVATE KBRL_LLM_F32_URL_FILE="${KBRL_LLM_F32_STATE_DIR}/url")
-set_tests_properties(test_lm_llm PROPERTIES FIXTURES_REQUIRED "llama_server;llama_server_f32" RESOURCE_LOCK llama_server)
+set_tests_properties(test_lm_llm PROPERTIES FIXTURES_REQUIRED "llama_server;llama_server_f32" RESOURCE_LOCK llama_server
+  COST ${KBRL_LLM_CHAIN_COST})
 # The language-model RL loop end to end on a GPU in one process: SFT warm start of a random model
 # (float32, CUDA) on the known-good ReLU body, then GRPO steps sampled, compiled and evaluated by
 # the real evaluator (skipped without a GPU). Figures to $KBRL_RESULTS_OUT/lm_gpu_e2e.csv when set.

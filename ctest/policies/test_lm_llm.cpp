@@ -3,8 +3,9 @@
 // computes in float32; llama.cpp multiplies quantized weights with activations quantized to 8 bits
 // (q8_1 blocks of 32), which moves its log-probs by a few hundredths of a nat. So there are two
 // oracles: llama-server on the float32 copy of the same file (`kbrl model f32`, float32 KV cache),
-// where per-token log-probs over >= 2,000 tokens agree to mean |diff| <= 0.02 nats and max <= 0.2
-// (measured: 0.0001 and 0.0003) and greedy decoding gives the same first 32 tokens on 10 prompts;
+// where per-token log-probs over >= 1,000 tokens agree to mean |diff| <= 0.02 nats and max <= 0.2
+// (measured over 2,001: 0.0001 and 0.0003; 1,000 halve the float32 server's 100 s on 2 cores) and
+// greedy decoding gives the same first 32 tokens on 10 prompts;
 // and llama-server on the quantized file as users run it, where the figures are printed and held to
 // mean <= 0.1, max <= 1 (measured: 0.06 and 0.5). Then the trainable policy on the real model: a fresh LoRA
 // adapter changes nothing, and one GRPO step changes the adapter and raises the log-prob of the
@@ -162,10 +163,10 @@ LanguageModel* LmLlm::model_ = nullptr;
 TEST_F(LmLlm, AgreesWithLlamaCppInFloat32) {
   use_server(true);
   KBRL_REQUIRE_LLM_PIECE(have_server(), "the float32 llama-server (fixture llama_server_f32_start)");
-  const Parity p = logprob_parity(2000);
+  const Parity p = logprob_parity(1000);
   std::printf("[ parity ] float32 llama.cpp: %zu tokens of %d completions, mean |diff| %.5f nats, max %.5f\n",
               p.tokens, p.completions, p.mean, p.max);
-  EXPECT_GE(p.tokens, 2000u);
+  EXPECT_GE(p.tokens, 1000u);
   EXPECT_LE(p.mean, 0.02);
   EXPECT_LE(p.max, 0.2);
   EXPECT_LE(p.mean, 1e-3) << "the same weights in the same precision: only summation order differs";
