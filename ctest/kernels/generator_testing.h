@@ -291,7 +291,7 @@ inline std::vector<Config> pairwise_cover(const std::vector<Config>& configs) {
 
 /// Whether the generator tests compile every legal configuration (KBRL_EVERY_CONFIG=1: the GPU
 /// machine's test run, 16 cores) or each task's pairwise cover (the test command on 2 cores: every
-/// knob value and every pair of them, a fifth of the units).
+/// knob value and every pair of them; elementwise compiles 279 of its 2,214 distinct units).
 inline bool every_config_wanted() {
   const char* env = std::getenv("KBRL_EVERY_CONFIG");
   return env && std::string(env) == "1";
