@@ -235,7 +235,11 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
         parse_evaluate_request(request_.body(), server_.scheduler.defaults(), server_.options.limits);
     if (async) {
       auto job = server_.scheduler.submit(client(), std::move(items));
-      return send_json(202, {{"job", job->id()}, {"status_url", "/v1/jobs/" + job->id()}});
+      const std::string status_url = "/v1/jobs/" + job->id();
+      auto res = std::make_shared<Response>(http::status::accepted, 11);
+      res->set(http::field::location, status_url);  // RFC 9110: where the job's status is
+      return write(std::move(res), dump_lossy(Json{{"job", job->id()}, {"status_url", status_url}}),
+                   "application/json", request_.keep_alive());
     }
     auto self = shared_from_this();
     auto executor = stream_.get_executor();

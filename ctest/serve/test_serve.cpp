@@ -23,6 +23,7 @@
 #include <reference/task_registry.h>
 
 #include "live_server.h"
+#include "serve_process.h"
 #include "serve_testing.h"
 
 namespace kbrl::serving {
@@ -156,6 +157,14 @@ TEST(Serve, AsyncJobsArePolledToTheirRecords) {
   EXPECT_EQ(job["records"][0]["outcome"], "ok");
   get(server.url() + "/v1/jobs/0123456789abcdef", 404);
   get(server.url() + "/v1/jobs/..%2F..%2Fetc", 404);
+  // The 202 says where the job is in Location too (RFC 9110), as status_url does in the body.
+  const uint16_t port = static_cast<uint16_t>(std::stoi(server.url().substr(server.url().rfind(':') + 1)));
+  const testing::RawAnswer raw = testing::raw_request(
+      port, testing::post_request("/v1/evaluate?async=1",
+                                  Json{{"items", {{{"task_id", 19}, {"candidate", relu_candidate()}}}}}.dump()));
+  ASSERT_EQ(raw.status, 202) << raw.text;
+  const std::string url = Json::parse(raw.body())["status_url"];
+  EXPECT_NE(raw.text.find("\r\nLocation: " + url + "\r\n"), std::string::npos) << raw.text;
 }
 
 TEST(Serve, BadRequestsGetJsonErrors) {
