@@ -59,6 +59,7 @@ class TestServer {
     thread_.join();
   }
   const std::string& url() const { return url_; }
+  uint16_t port() const { return server_->port(); }
   Scheduler& scheduler() { return *scheduler_; }
 
  private:

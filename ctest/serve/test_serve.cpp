@@ -158,7 +158,7 @@ TEST(Serve, AsyncJobsArePolledToTheirRecords) {
   get(server.url() + "/v1/jobs/0123456789abcdef", 404);
   get(server.url() + "/v1/jobs/..%2F..%2Fetc", 404);
   // The 202 says where the job is in Location too (RFC 9110), as status_url does in the body.
-  const uint16_t port = static_cast<uint16_t>(std::stoi(server.url().substr(server.url().rfind(':') + 1)));
+  const uint16_t port = server.port();
   const testing::RawAnswer raw = testing::raw_request(
       port, testing::post_request("/v1/evaluate?async=1",
                                   Json{{"items", {{{"task_id", 19}, {"candidate", relu_candidate()}}}}}.dump()));
@@ -342,7 +342,7 @@ TEST(Serve, TheClientMovesToTheNextUrlAndASlowClientIsCutOff) {
 
   // Half a request, then silence: the server closes the connection after its read timeout.
   const int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  addr.sin_port = htons(static_cast<uint16_t>(std::stoi(server.url().substr(server.url().rfind(':') + 1))));
+  addr.sin_port = htons(server.port());
   ASSERT_EQ(::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   const std::string partial = "POST /v1/evaluate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n";
   ASSERT_EQ(::send(s, partial.data(), partial.size(), 0), static_cast<ssize_t>(partial.size()));

@@ -92,7 +92,7 @@ TEST(ServeConnections, IdleConnectionsLeaveRoomForHealthChecksAndTokenHolders) {
   options.token = "connections-token";
   options.connections = {8, 4, 8};  // 8 in all, 4 a peer; a reserve of 8, 2 a peer
   TestServer server(dir.path(), {}, options);
-  const uint16_t port = static_cast<uint16_t>(std::stoi(server.url().substr(server.url().rfind(':') + 1)));
+  const uint16_t port = server.port();
   std::vector<int> idle;
   for (const char* attacker : {"127.0.0.2", "127.0.0.3", "127.0.0.4"})
     for (int i = 0; i < 12; ++i)
