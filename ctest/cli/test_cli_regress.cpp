@@ -1,6 +1,7 @@
 // `kbrl baseline` and `kbrl regress` as CI runs them, on a manifest of two known-good kernels. Without
 // a GPU both compile only (sm_90): a kernel that compiles is not_run, one that does not is
 // compile_error, and that move is the regression checked here.
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -166,6 +167,33 @@ TEST(CliRegress, AnotherMachineIsRefusedUnlessAllowed) {
   r = regress(dir, sm80, " --allow-other-machine");
   EXPECT_EQ(r.status, 4) << r.output;
   EXPECT_TRUE(contains(r.output, "1 regressions"));
+}
+
+// ctest/regression/plant.sh (what .ci/gpu regression measures the check with) still finds its places in
+// the known-good kernels, and its planted kernels compile with no new precision finding: compiling only,
+// against a baseline of the three known-good kernels it slows down, nothing regresses.
+TEST(CliRegress, PlantedSuitesCompileLikeTheirKnownGoodKernels) {
+  const fs::path dir = fresh_dir("kbrl-cli-regress", "planted");
+  const fs::path known_good = fs::path(KBRL_SOURCE_DIR) / "kernels" / "known_good";
+  for (const char* k : {"relu.cu", "softmax.cu", "gemm.cu"}) fs::copy_file(known_good / k, dir / k);
+  write_text(dir / "m.json", R"({"suite": "three", "kernels": [{"file": "relu.cu", "task": 19}, )"
+                             R"({"file": "softmax.cu", "task": 23}, {"file": "gemm.cu", "task": 1}]})");
+  ASSERT_EQ(baseline(dir).status, 0);
+  const std::string plant = (fs::path(KBRL_SOURCE_DIR) / "ctest" / "regression" / "plant.sh").string();
+  ASSERT_EQ(std::system((plant + " " + known_good.string() + " " + (dir / "planted").string() + " 5 > " +
+                         (dir / "plant.log").string() + " 2>&1").c_str()), 0) << read_text(dir / "plant.log");
+  for (const std::string suite : {"slower-5", "wrong"}) {
+    const CliResult r = run_cli_bounded("regress --suite " + q(dir / "planted" / suite / "suite.json") +
+                                        " --baseline " + q(dir / "base.json"), "", 300);
+    EXPECT_EQ(r.status, 0) << suite << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, suite == "wrong" ? "1 kernels: 0 regressions" : "3 kernels: 0 regressions"))
+        << r.output;
+    EXPECT_TRUE(contains(r.output, "| relu.cu | 19 | unchanged | compiled | compiled |")) << r.output;
+  }
+  EXPECT_TRUE(contains(read_text(dir / "planted" / "slower-5" / "gemm.cu"), "* 5 / 100"));
+  EXPECT_TRUE(contains(read_text(dir / "planted" / "wrong" / "relu.cu"), "v < -4.f ? v"));
+  // A bad percent is refused, not planted.
+  EXPECT_NE(std::system((plant + " " + known_good.string() + " " + (dir / "bad").string() + " 0 > /dev/null 2>&1").c_str()), 0);
 }
 
 TEST(CliRegress, BadInputIsExitTwo) {
