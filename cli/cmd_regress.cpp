@@ -32,7 +32,7 @@ struct RegressOptions {
   std::string suite;
   std::string out;       // baseline: the file to write; regress: this run's records as a baseline (optional)
   std::string baseline;  // regress
-  double threshold = 0.05;
+  double threshold = kDefaultRegressThreshold;
   std::string junit, markdown;
   bool allow_other_machine = false;
   bool force = false;
@@ -152,8 +152,9 @@ void add_regress_command(CLI::App& app) {
                                             "regression, improvement or unchanged per kernel");
   add_common(cmd, *o);
   cmd->add_option("--baseline", o->baseline, "the baseline (kbrl baseline --out)")->required();
-  cmd->add_option("--threshold", o->threshold, "a speedup change smaller than this fraction is unchanged; larger "
-                                               "only when the 95% intervals do not overlap")
+  cmd->add_option("--threshold", o->threshold, "a change of the kernel's median time smaller than this fraction is "
+                                               "unchanged; a larger one counts only beyond the noise (quartiles and the "
+                                               "speedup's 95% intervals apart)")
       ->capture_default_str();
   cmd->add_option("--junit", o->junit, "write JUnit XML here (one testcase per kernel, a regression fails)");
   cmd->add_option("--markdown", o->markdown, "write the Markdown summary here (also printed)");

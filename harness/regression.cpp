@@ -176,15 +176,19 @@ KernelVerdict decide(const std::string& name, const std::optional<EvalRecord>& b
         was.compile.precision_findings.end())
       added.push_back(f);
   if (!added.empty()) return set(Verdict::regression, "new precision finding: " + fmt::format("{}", fmt::join(added, "; ")));
-  if (!was.speedup_ci || !now.speedup_ci || was.speedup <= 0 || now.speedup <= 0)
+  if (!was.speedup_ci || !now.speedup_ci || was.speedup <= 0 || now.speedup <= 0 || !was.runtime || !now.runtime ||
+      was.runtime->median_ms <= 0 || now.runtime->median_ms <= 0)
     return set(Verdict::unchanged, now.outcome == Outcome::not_run ? "compiles (not timed)" : "ok (no interval to compare)");
-  const double change = now.speedup / was.speedup - 1;
-  const std::string numbers = fmt::format("{} -> {} ({:+.1f}%)", speedup_text(was), speedup_text(now), 100 * change);
-  if (change < -threshold && now.speedup_ci->high < was.speedup_ci->low)
-    return set(Verdict::regression, "slower: " + numbers);
-  if (change > threshold && now.speedup_ci->low > was.speedup_ci->high)
-    return set(Verdict::improvement, "faster: " + numbers);
-  if (std::abs(change) > threshold) return set(Verdict::unchanged, "inconclusive (inside the noise): " + numbers);
+  const RuntimeStats &t0 = *was.runtime, &t1 = *now.runtime;
+  const double longer = t1.median_ms / t0.median_ms - 1;  // > 0: the kernel takes longer now
+  const std::string numbers = fmt::format("{:.4g} ms -> {:.4g} ms ({:+.1f}%), speedup {} -> {}", t0.median_ms,
+                                          t1.median_ms, 100 * longer, speedup_text(was), speedup_text(now));
+  const bool slower = t1.q1_ms > t0.q3_ms && now.speedup_ci->high < was.speedup_ci->low;
+  const bool faster = t1.q3_ms < t0.q1_ms && now.speedup_ci->low > was.speedup_ci->high;
+  if (longer > threshold && slower) return set(Verdict::regression, "slower: " + numbers);
+  if (t0.median_ms / t1.median_ms - 1 > threshold && faster) return set(Verdict::improvement, "faster: " + numbers);
+  if (longer > threshold || t0.median_ms / t1.median_ms - 1 > threshold)
+    return set(Verdict::unchanged, "inconclusive (inside the noise): " + numbers);
   return set(Verdict::unchanged, numbers);
 }
 

@@ -33,15 +33,25 @@ EvalRecord with_outcome(Outcome outcome, bool compiled = true) {
   return r;
 }
 
-/// A correct, timed record with this speedup and 95% interval.
-EvalRecord timed(double speedup, double low, double high) {
+/// A correct, timed record with this speedup and 95% interval, its median time `ms` and quartiles
+/// `spread` (a fraction) either side.
+EvalRecord timed(double speedup, double low, double high, double ms = 1.0, double spread = 0.01) {
   EvalRecord r = with_outcome(Outcome::ok);
   r.speedup = speedup;
   r.speedup_ci = SpeedupInterval{low, high};
+  RuntimeStats t;
+  t.n = 50;
+  t.median_ms = t.mean_ms = ms;
+  t.q1_ms = ms * (1 - spread);
+  t.q3_ms = ms * (1 + spread);
+  t.iqr_ms = t.q3_ms - t.q1_ms;
+  t.min_ms = t.q1_ms;
+  t.max_ms = t.q3_ms;
+  r.runtime = t;
   return r;
 }
 
-KernelVerdict decide_one(const EvalRecord& was, const EvalRecord& now, double threshold = 0.05) {
+KernelVerdict decide_one(const EvalRecord& was, const EvalRecord& now, double threshold = kDefaultRegressThreshold) {
   return decide("k.cu", was, now, threshold);
 }
 
@@ -104,31 +114,65 @@ TEST(RegressionDecide, ANewPrecisionFindingIsARegressionAnExistingOneIsNot) {
 // --- decide: speedups ---
 
 TEST(RegressionDecide, SlowerBeyondThresholdAndNoiseIsARegression) {
-  const KernelVerdict v = decide_one(timed(1.00, 0.98, 1.02), timed(0.90, 0.88, 0.92), 0.05);
+  const KernelVerdict v = decide_one(timed(1.00, 0.98, 1.02, 2.0), timed(0.90, 0.88, 0.92, 2.2), 0.05);
   EXPECT_EQ(v.verdict, Verdict::regression) << v.detail;
-  EXPECT_TRUE(contains(v.detail, "slower"));
-  EXPECT_TRUE(contains(v.detail, "-10.0%"));
+  EXPECT_TRUE(contains(v.detail, "slower: 2 ms -> 2.2 ms (+10.0%), speedup 1.000x [0.980, 1.020] -> 0.900x")) << v.detail;
 }
 
-TEST(RegressionDecide, SlowerInsideTheNoiseIsInconclusive) {
-  const KernelVerdict v = decide_one(timed(1.00, 0.98, 1.02), timed(0.94, 0.80, 1.10), 0.05);
+TEST(RegressionDecide, SlowerWithOverlappingSpeedupIntervalsIsInconclusive) {
+  // A GPU clocked lower in this run: the kernel's time moved, the paired speedup did not.
+  const KernelVerdict v = decide_one(timed(1.00, 0.98, 1.02, 2.0), timed(0.99, 0.97, 1.01, 2.2), 0.05);
+  EXPECT_EQ(v.verdict, Verdict::unchanged) << v.detail;
+  EXPECT_TRUE(contains(v.detail, "inconclusive"));
+  EXPECT_TRUE(contains(v.detail, "+10.0%"));
+}
+
+TEST(RegressionDecide, SlowerWithOverlappingQuartilesIsInconclusive) {
+  // A kernel whose times spread 20% either side: its median moved 10%, inside its own spread.
+  const KernelVerdict v = decide_one(timed(1.00, 0.98, 1.02, 2.0, 0.2), timed(0.90, 0.88, 0.92, 2.2, 0.2), 0.05);
   EXPECT_EQ(v.verdict, Verdict::unchanged) << v.detail;
   EXPECT_TRUE(contains(v.detail, "inconclusive"));
 }
 
-TEST(RegressionDecide, ASmallSignificantMoveInsideTheThresholdIsUnchanged) {
-  const KernelVerdict v = decide_one(timed(1.00, 0.99, 1.01), timed(0.97, 0.96, 0.98), 0.05);
+TEST(RegressionDecide, ASpeedupThatFellWhileTheKernelsTimeDidNotIsUnchanged) {
+  // The reference got faster between the runs (as torch's GEMM did on an H100): intervals apart,
+  // the kernel's own time unchanged.
+  const KernelVerdict v = decide_one(timed(0.875, 0.864, 0.882, 3.144, 0.001), timed(0.843, 0.840, 0.857, 3.145, 0.001));
   EXPECT_EQ(v.verdict, Verdict::unchanged) << v.detail;
   EXPECT_FALSE(contains(v.detail, "inconclusive"));
-  EXPECT_TRUE(contains(v.detail, "-3.0%"));
+  EXPECT_TRUE(contains(v.detail, "+0.0%")) << v.detail;
+}
+
+TEST(RegressionDecide, ASmallSignificantMoveInsideTheThresholdIsUnchanged) {
+  const KernelVerdict v = decide_one(timed(1.00, 0.99, 1.01, 1.0, 0.001), timed(0.97, 0.96, 0.98, 1.03, 0.001), 0.05);
+  EXPECT_EQ(v.verdict, Verdict::unchanged) << v.detail;
+  EXPECT_FALSE(contains(v.detail, "inconclusive"));
+  EXPECT_TRUE(contains(v.detail, "+3.0%"));
   // The same move with a threshold below it is a regression.
-  EXPECT_EQ(decide_one(timed(1.00, 0.99, 1.01), timed(0.97, 0.96, 0.98), 0.02).verdict, Verdict::regression);
+  EXPECT_EQ(decide_one(timed(1.00, 0.99, 1.01, 1.0, 0.001), timed(0.97, 0.96, 0.98, 1.03, 0.001), 0.02).verdict,
+            Verdict::regression);
+}
+
+TEST(RegressionDecide, TheDefaultThresholdFlagsAFivePercentSlowerKernel) {
+  EXPECT_EQ(decide_one(timed(1.00, 0.99, 1.01, 1.0, 0.001), timed(0.952, 0.94, 0.96, 1.05, 0.001)).verdict,
+            Verdict::regression);
+  EXPECT_EQ(decide_one(timed(1.00, 0.99, 1.01, 1.0, 0.001), timed(0.98, 0.97, 0.985, 1.02, 0.001)).verdict,
+            Verdict::unchanged);
 }
 
 TEST(RegressionDecide, FasterBeyondThresholdAndNoiseIsAnImprovement) {
-  const KernelVerdict v = decide_one(timed(1.00, 0.98, 1.02), timed(1.10, 1.08, 1.12), 0.05);
+  const KernelVerdict v = decide_one(timed(1.00, 0.98, 1.02, 2.2), timed(1.10, 1.08, 1.12, 2.0), 0.05);
   EXPECT_EQ(v.verdict, Verdict::improvement) << v.detail;
   EXPECT_TRUE(contains(v.detail, "faster"));
+  EXPECT_TRUE(contains(v.detail, "-9.1%")) << v.detail;
+}
+
+TEST(RegressionDecide, ARecordWithoutTimesIsNotCompared) {
+  EvalRecord now = timed(0.5, 0.49, 0.51);
+  now.runtime.reset();
+  const KernelVerdict v = decide_one(timed(1.0, 0.98, 1.02), now);
+  EXPECT_EQ(v.verdict, Verdict::unchanged) << v.detail;
+  EXPECT_TRUE(contains(v.detail, "no interval to compare"));
 }
 
 TEST(RegressionDecide, NoBaselineIsANewKernel) {
