@@ -1,5 +1,8 @@
 // The isolation layer against a fake worker (fake_worker.cpp) that misbehaves on request.
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -289,6 +292,26 @@ TEST(WorkerProtocol, FramesAreBigEndianLengthPrefixedJson) {
   EXPECT_EQ(decode_frame_length(header), 0x01020304u);
   EXPECT_EQ(describe_signal(SIGSEGV), "SIGSEGV (Segmentation fault)");
   EXPECT_EQ(to_string(CallStatus::protocol_error), "protocol_error");
+}
+
+// A descriptor the parent opened without O_CLOEXEC (kbrl serve's client sockets, a test's
+// connections) does not live on in the worker: once the parent closes its end, the other end sees
+// the close at once, while the worker still runs.
+TEST(WorkerProcess, TheWorkerInheritsNoOtherDescriptor) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);  // no O_CLOEXEC, as a careless library would make it
+  const int write_end = ::fcntl(fds[1], F_DUPFD, 100);  // above the worker's own descriptors (3, 4)
+  ASSERT_GE(write_end, 100);
+  ::close(fds[1]);
+  detail::WorkerProcess worker = detail::spawn_worker_process({"/bin/sh", "-c", "sleep 5"});
+  ::close(write_end);
+  pollfd p{fds[0], POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 2000), 1) << "the write end lives on in the worker";
+  char c;
+  EXPECT_EQ(::read(fds[0], &c, 1), 0);  // end of file: no other holder
+  ::close(fds[0]);
+  ::kill(-worker.pid, SIGKILL);
+  ::waitpid(worker.pid, nullptr, 0);
 }
 
 TEST(WorkerProcess, OutputTailKeepsTheLastLinesCutToLength) {

@@ -1,6 +1,10 @@
 #include "worker_process.h"
 
 #include <fcntl.h>
+#if __has_include(<linux/close_range.h>)
+#include <linux/close_range.h>  // CLOSE_RANGE_CLOEXEC
+#endif
+#include <sys/syscall.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,7 +29,10 @@ void set_nonblocking(int fd) {
 }
 
 // Runs in the forked child: async-signal-safe calls only. Moves the pipes onto the fixed fds
-// (through fds >= 10 so no target is overwritten early), then execs argv; on failure sends errno.
+// (through fds >= 10 so no target is overwritten early), marks every other descriptor close-on-exec
+// (the parent's sockets, files and pipes not made with O_CLOEXEC must not live on in the worker: a
+// client's connection kbrl serve closed stayed open while a worker held it), then execs argv; on
+// failure sends errno.
 [[noreturn]] void exec_child(int request, int reply, int output, int exec_error,
                              char* const* argv) {
   ::setpgid(0, 0);
@@ -37,6 +44,13 @@ void set_nonblocking(int fd) {
   if (in >= 0 && out >= 0 && err >= 0 && null_high >= 0 && ::dup2(null_high, 0) == 0 &&
       ::dup2(err, 1) == 1 && ::dup2(err, 2) == 2 && ::dup2(in, kWorkerRequestFd) >= 0 &&
       ::dup2(out, kWorkerReplyFd) >= 0) {
+    static_assert(kWorkerRequestFd == 3 && kWorkerReplyFd == 4, "the descriptors kept open are 0-4");
+    bool marked = false;
+#if defined(SYS_close_range) && defined(CLOSE_RANGE_CLOEXEC)
+    marked = ::syscall(SYS_close_range, 5u, ~0u, CLOSE_RANGE_CLOEXEC) == 0;
+#endif
+    if (!marked)  // Linux before 5.11: one at a time
+      for (int fd = 5; fd < 65536; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
     ::signal(SIGPIPE, SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
