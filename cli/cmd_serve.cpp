@@ -8,6 +8,7 @@
 #include <kbrl/error.h>
 
 #include "commands.h"
+#include <harness/record/build_commit.h>
 #include "run_options.h"
 #include <harness/compile/compile_sandbox.h>
 #include <harness/gpu/cuda_driver.h>
@@ -90,6 +91,7 @@ void run_serve(const ServeCommandOptions& o) {
   http_options.host = o.host;
   http_options.port = static_cast<uint16_t>(o.port);
   http_options.token = serving::read_token_file(o.token_file);
+  http_options.commit = std::string(kbrl_commit());
   http_options.http_threads = o.http_threads;
   http_options.request_timeout_seconds = o.request_timeout;
   serving::Scheduler scheduler(settings, scheduling);

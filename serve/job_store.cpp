@@ -78,6 +78,17 @@ JobStore::Lookup JobStore::find(const std::string& id, const std::string& client
   return {};
 }
 
+void JobStore::remove(const std::string& id) {
+  std::lock_guard lock(mutex_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  if (it->second.bytes > 0) {
+    finished_bytes_ -= it->second.bytes;
+    std::erase(finished_order_, id);
+  }
+  jobs_.erase(it);
+}
+
 size_t JobStore::finished_bytes() const {
   std::lock_guard lock(mutex_);
   return finished_bytes_;

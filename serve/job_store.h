@@ -33,6 +33,8 @@ class JobStore {
   };
   /// The job `id` as `client` sees it; an empty `client` sees every job.
   Lookup find(const std::string& id, const std::string& client) const;
+  /// Forgets a job (its client deleted it): afterwards it is not found (404), not gone.
+  void remove(const std::string& id);
 
   size_t finished_bytes() const;  // the records of the finished jobs kept
 

@@ -2,9 +2,25 @@
 
 #include <fmt/format.h>
 
+#include <harness/record/eval_record.h>
+
 namespace kbrl::serving {
 
-std::string prometheus(const SchedulerMetrics& m, const std::map<int, int64_t>& requests) {
+namespace {
+
+/// Cumulative buckets, the sum and the count, as Prometheus' text format has them.
+void histogram(std::string& out, std::string_view name, const Histogram& h) {
+  int64_t below = 0;
+  for (size_t i = 0; i < h.bounds.size(); ++i) {
+    below += h.counts[i];
+    out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, h.bounds[i], below);
+  }
+  out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, h.count, name, h.sum, name, h.count);
+}
+
+}  // namespace
+
+std::string prometheus(const SchedulerMetrics& m, const HttpMetrics& http, std::string_view commit) {
   struct Single {
     const char* name;
     const char* type;
@@ -42,7 +58,20 @@ std::string prometheus(const SchedulerMetrics& m, const std::map<int, int64_t>& 
   header("kbrl_evaluations_total", "counter", "Records answered, by outcome.");
   for (const auto& [outcome, n] : m.evaluations) out += fmt::format("kbrl_evaluations_total{{outcome=\"{}\"}} {}\n", outcome, n);
   header("kbrl_http_requests_total", "counter", "HTTP requests answered, by status.");
-  for (const auto& [status, n] : requests) out += fmt::format("kbrl_http_requests_total{{code=\"{}\"}} {}\n", status, n);
+  for (const auto& [status, n] : http.requests)
+    out += fmt::format("kbrl_http_requests_total{{code=\"{}\"}} {}\n", status, n);
+  header("kbrl_http_request_seconds", "histogram", "Time from a request to its answer (a synchronous evaluate waits).");
+  histogram(out, "kbrl_http_request_seconds", http.request_seconds);
+  header("kbrl_queue_wait_seconds", "histogram", "Time an item waited in the queue before a GPU dispatcher took it.");
+  histogram(out, "kbrl_queue_wait_seconds", m.queue_wait);
+  header("kbrl_gpu_ready", "gauge", "1 when the GPU's worker is up (readiness), by device.");
+  for (const GpuState& g : m.per_gpu) out += fmt::format("kbrl_gpu_ready{{device=\"{}\"}} {}\n", g.device, g.ready ? 1 : 0);
+  header("kbrl_gpu_worker_restarts_total", "counter", "Worker processes started again after a crash or timeout, by device.");
+  for (const GpuState& g : m.per_gpu)
+    out += fmt::format("kbrl_gpu_worker_restarts_total{{device=\"{}\"}} {}\n", g.device, g.restarts);
+  header("kbrl_build_info", "gauge", "The kbrl version and commit this server was built from (always 1).");
+  out += fmt::format("kbrl_build_info{{version=\"{}\",commit=\"{}\"}} 1\n", kbrl_version(),
+                     commit.empty() ? "unknown" : commit);
   return out;
 }
 

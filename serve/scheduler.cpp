@@ -29,6 +29,10 @@ ApiError worker_lost(int device, const std::string& why) {
           {}, true, 5};
 }
 
+ApiError cancelled() {
+  return {409, "cancelled", "cancelled by its client (DELETE /v1/jobs/{id}) before it finished", {}, false, 0};
+}
+
 double kernel_seconds(const EvalRecord& r) {
   double ms = 0;
   for (const auto& stats : {r.runtime, r.reference})
@@ -128,6 +132,7 @@ struct Scheduler::Gpu {
   std::list<std::pair<std::string, std::unique_ptr<Evaluator>>> evaluators;  // most recent first
   int64_t retired_restarts = 0;  // of evaluators closed
   std::atomic<int64_t> restart_count{0};  // restarts(), published by the dispatcher for /metrics
+  std::string state = "starting", state_detail;  // readiness (GpuState); the scheduler's mutex_ guards them
 
   Evaluator& evaluator(const PreparedItem& item, RolloutLog* log, size_t keep) {
     for (auto it = evaluators.begin(); it != evaluators.end(); ++it) {
@@ -191,7 +196,7 @@ std::shared_ptr<Job> Scheduler::submit(const std::string& client, std::vector<Pr
   auto job = std::make_shared<Job>(random_job_id(), client, items.size(), std::move(on_done));
   auto& queue = queues_[client];
   for (size_t i = 0; i < items.size(); ++i)
-    queue.push_back({job, i, std::make_shared<const PreparedItem>(std::move(items[i]))});
+    queue.push_back({job, i, std::make_shared<const PreparedItem>(std::move(items[i])), Clock::now()});
   queued_ += items.size();
   if (async) jobs_.add(job);  // kept to be polled, before a dispatcher can finish it
   work_.notify_all();
@@ -215,12 +220,48 @@ void Scheduler::cancel(const std::shared_ptr<Job>& job, const ApiError& why) {
   job->fail(why);
 }
 
+JobStore::Lookup Scheduler::delete_job(const std::string& id, const std::string& client) {
+  JobStore::Lookup found = jobs_.find(id, client);
+  if (!found.job) return found;
+  if (!found.job->finished()) cancel(found.job, cancelled());
+  jobs_.remove(id);
+  return found;
+}
+
+bool Scheduler::ready() const {
+  std::lock_guard lock(mutex_);
+  if (draining_) return false;
+  for (const auto& g : gpus_)
+    if (g->state != "up") return false;
+  return true;
+}
+
+void Scheduler::set_state(Gpu& gpu, std::string state, std::string detail) {
+  std::lock_guard lock(mutex_);
+  gpu.state = std::move(state);
+  gpu.state_detail = std::move(detail);
+}
+
+void Scheduler::start_worker(Gpu& gpu) {
+  if (defaults_.compile_only) return set_state(gpu, "up");  // compiling needs no worker
+  try {
+    PreparedItem defaults;
+    defaults.settings = defaults_;
+    defaults.settings_id = defaults_.key_json().dump();  // as api.cpp names an item without settings of its own
+    gpu.evaluator(defaults, log_.get(), options_.evaluators_per_gpu).device();
+    set_state(gpu, "up");
+  } catch (const std::exception& e) {
+    set_state(gpu, "down", e.what());
+  }
+}
+
 std::vector<Scheduler::Entry> Scheduler::take_batch(std::unique_lock<std::mutex>&) {
   const size_t per_client = options_.client_batch > 0 ? options_.client_batch : options_.batch;
   return take_fair_batch(queues_, next_client_, queued_, options_.batch, per_client);
 }
 
 void Scheduler::dispatch(Gpu& gpu) {
+  start_worker(gpu);
   for (;;) {
     std::vector<Entry> batch;
     {
@@ -229,6 +270,8 @@ void Scheduler::dispatch(Gpu& gpu) {
       if (queued_ == 0) return;  // stopping, nothing left
       batch = take_batch(lock);
       running_ += batch.size();
+      const auto now = Clock::now();
+      for (const Entry& e : batch) metrics_.queue_wait.observe(std::chrono::duration<double>(now - e.queued_at).count());
     }
     const size_t n = batch.size();
     run_batch(gpu, std::move(batch));
@@ -324,10 +367,12 @@ void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
       }
       for (size_t i = 0; i < records.size(); ++i) answer(todo[i].key, records[i]);
       leading.clear();
+      set_state(gpu, "up");
     } catch (const std::exception& e) {
       // A fault of the harness or the machine: the group's jobs (and whoever waits on its keys)
       // fail with a retryable error; nothing is recorded as the candidates' outcome.
       const ApiError error = worker_lost(gpu.device, e.what());
+      set_state(gpu, "down", e.what());
       std::vector<Waiter> waiters;
       {
         std::lock_guard lock(mutex_);
@@ -376,7 +421,10 @@ SchedulerMetrics Scheduler::metrics() const {
   SchedulerMetrics m = metrics_;
   m.queued = queued_;
   m.running = running_;
-  for (const auto& g : gpus_) m.worker_restarts += g->restart_count;
+  for (const auto& g : gpus_) {
+    m.worker_restarts += g->restart_count;
+    m.per_gpu.push_back({g->device, g->state, g->state_detail, g->state == "up", g->restart_count});
+  }
   m.recent_record_bytes = recent_.bytes();
   m.kept_job_bytes = jobs_.finished_bytes();
   return m;

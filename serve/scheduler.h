@@ -25,6 +25,7 @@
 #include <harness/record/rollout_log.h>
 
 #include "api.h"
+#include "histogram.h"
 #include "job_store.h"
 #include "recent_records.h"
 
@@ -81,6 +82,17 @@ class Job {
 
 std::string_view to_string(Job::Status status);
 
+/// One GPU's worker as readiness sees it: `starting` until its dispatcher has started the worker
+/// (at start-up, for the server's default settings), then `up`, or `down` with the reason while
+/// the worker cannot start or its last group of items failed for a fault of the machine.
+struct GpuState {
+  int device = 0;
+  std::string state = "starting";  // starting, up, down
+  std::string detail;              // why it is down
+  bool ready = false;              // state == "up"
+  int64_t restarts = 0;            // worker processes started again after a crash or timeout
+};
+
 /// Counters for /metrics.
 struct SchedulerMetrics {
   size_t queued = 0;   // items waiting
@@ -95,6 +107,8 @@ struct SchedulerMetrics {
   size_t gpus = 0;
   size_t kept_job_bytes = 0;       // finished async jobs' records kept for polling
   size_t recent_record_bytes = 0;  // records kept to answer repeated items
+  Histogram queue_wait;            // seconds from an item's submission to a dispatcher taking it
+  std::vector<GpuState> per_gpu;   // by --gpus order
 };
 
 class Scheduler {
@@ -116,6 +130,13 @@ class Scheduler {
   std::shared_ptr<Job> job(const std::string& id) const { return find_job(id, "").job; }
   /// Removes a job's items that no dispatcher took yet and fails it (a client that gave up).
   void cancel(const std::shared_ptr<Job>& job, const ApiError& why);
+  /// DELETE of an async job by its client: an unfinished one is cancelled (409 cancelled; the items
+  /// a dispatcher holds still finish and are logged, the job stays failed), then it is forgotten.
+  /// Returns the job as it was last (or why it is not found), like find_job.
+  JobStore::Lookup delete_job(const std::string& id, const std::string& client);
+
+  /// Ready to evaluate: not draining and every GPU's worker up (compiling only: no worker needed).
+  bool ready() const;
 
   /// Stops taking jobs (503 shutting_down), lets the dispatchers finish what is queued, joins them.
   /// With `hand_back`, queued items are not evaluated: their jobs fail with shutting_down.
@@ -133,6 +154,7 @@ class Scheduler {
     std::shared_ptr<Job> job;
     size_t index = 0;
     std::shared_ptr<const PreparedItem> item;
+    std::chrono::steady_clock::time_point queued_at;
   };
   struct Waiter {
     std::shared_ptr<Job> job;
@@ -142,6 +164,8 @@ class Scheduler {
 
   std::vector<Entry> take_batch(std::unique_lock<std::mutex>& lock);
   void dispatch(Gpu& gpu);
+  void start_worker(Gpu& gpu);  // readiness: the default settings' worker, started before any item
+  void set_state(Gpu& gpu, std::string state, std::string detail = {});
   void run_batch(Gpu& gpu, std::vector<Entry> batch);
   void answer(const std::string& key, const EvalRecord& record);
   void count_answered(Outcome outcome, int64_t n);  // records answered, for /metrics

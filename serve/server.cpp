@@ -15,6 +15,7 @@
 
 #include "prometheus.h"
 #include "request_parts.h"
+#include "routes.h"
 
 namespace kbrl::serving {
 namespace {
@@ -57,14 +58,19 @@ struct Server::Impl {
   net::executor_work_guard<net::io_context::executor_type> keep_running = net::make_work_guard(ioc);
   std::mutex drainer_mutex;  // the stopping thread starts the drainer; run() and ~Server join it
   std::thread drainer;
-  std::mutex requests_mutex;
-  std::map<int, int64_t> requests;  // answered, by status
+  mutable std::mutex http_mutex;
+  HttpMetrics http;  // answers by status, their latency
 
   Impl(ServerOptions o, Scheduler& s) : options(std::move(o)), scheduler(s) {}
 
-  void count(int status) {
-    std::lock_guard lock(requests_mutex);
-    ++requests[status];
+  void count(int status, double seconds) {
+    std::lock_guard lock(http_mutex);
+    ++http.requests[status];
+    http.request_seconds.observe(seconds);
+  }
+  HttpMetrics http_metrics() const {
+    std::lock_guard lock(http_mutex);
+    return http;
   }
 
   class Session;
@@ -132,84 +138,28 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
     if (ec) return send_error(bad_request(fmt::format("not an HTTP/1.1 request: {}", ec.message())), false);
     stream_.expires_never();  // an evaluation may take long; the request timeout covers it
     request_ = parser_->release();
+    received_ = std::chrono::steady_clock::now();
     route();
   }
 
   void route() {
     const auto target = request_.target();
     const auto [path, params] = split_target(std::string_view(target.data(), target.size()));
-    const auto method = request_.method();
-    auto only = [&](http::verb verb, std::string_view allow) {
-      allow_ = allow;
-      if (method != verb)
-        throw ApiException(ApiError{405, "method_not_allowed", fmt::format("{} takes {} only", path, allow), {}, false, 0});
-    };
-    if (in_reserve() && path != "/healthz" && !(has_token() && token_matches())) {
-      allow_.clear();
+    allow_.clear();
+    if (in_reserve() && !is_health_path(path) && !(has_token() && token_matches())) {
       request_.keep_alive(false);
       throw ApiException(ApiError{503, "too_many_connections",
                                   "this server holds as many connections as it takes (from your address or in all): "
                                   "close idle ones and retry",
                                   {}, true, 1});
     }
-    if (path == "/healthz") {
-      only(http::verb::get, "GET");
-      check_params(params, {});
-      const SchedulerMetrics m = server_.scheduler.metrics();
-      return send_json(200, {{"status", server_.scheduler.draining() ? "draining" : "ok"},
-                             {"gpus", m.gpus}, {"queued", m.queued}, {"running", m.running}});
-    }
-    authorize();
-    if (path == "/v1/evaluate") {
-      only(http::verb::post, "POST");
-      check_params(params, {"async"});
-      return evaluate(parse_flag(params, "async"));
-    }
-    if (path == "/v1/tasks") {
-      only(http::verb::get, "GET");
-      check_params(params, {});
-      static const std::string tasks = tasks_json().dump();
-      return send(200, tasks, "application/json");
-    }
-    if (path == "/v1/openapi.json") {
-      only(http::verb::get, "GET");
-      check_params(params, {});
-      return send(200, openapi_document(), "application/json");
-    }
-    if (path == "/metrics") {
-      only(http::verb::get, "GET");
-      check_params(params, {});
-      std::map<int, int64_t> requests;
-      {
-        std::lock_guard lock(server_.requests_mutex);
-        requests = server_.requests;
-      }
-      return send(200, prometheus(server_.scheduler.metrics(), requests), "text/plain; version=0.0.4");
-    }
-    const std::string_view p = path;
-    if (p.starts_with("/v1/jobs/")) {
-      only(http::verb::get, "GET");
-      check_params(params, {});
-      const std::string id(p.substr(9));
-      const JobStore::Lookup found = is_hex_id(id) ? server_.scheduler.find_job(id, client()) : JobStore::Lookup{};
-      if (found.gone)
-        throw ApiException(ApiError{410, "gone", fmt::format("job '{}' finished and was dropped to make room for newer "
-                                                             "ones: poll sooner, or evaluate its items again", id),
-                                    {}, false, 0});
-      if (!found.job)
-        throw ApiException(not_found(fmt::format("no job '{}' of yours (jobs are kept a while after they finish)", id)));
-      return send_json(200, found.job->to_json());
-    }
-    if (p.starts_with("/v1/tasks/") && p.ends_with("/prompt")) {
-      only(http::verb::get, "GET");
-      check_params(params, {"style"});
-      const auto id = parse_task_id(p.substr(10, p.size() - 10 - 7));
-      if (!id) throw ApiException(not_found(fmt::format("no task '{}' (tasks are 1..100)", p.substr(10, p.size() - 17))));
-      auto style = params.find("style");
-      return send_json(200, prompt_json(*id, style == params.end() ? "body" : style->second,
-                                        server_.scheduler.defaults().scale));
-    }
-    throw ApiException(not_found(fmt::format("no such path: {} (GET /v1/openapi.json lists the API)", path)));
+    if (!is_health_path(path)) authorize();
+    const auto method = request_.method_string();
+    const RouteRequest r{std::string_view(method.data(), method.size()), path, params, client()};
+    if (std::optional<Reply> reply = answer(r, server_.scheduler, server_.http_metrics(), server_.options.commit, allow_))
+      return send(reply->status, std::move(reply->body), reply->type);
+    check_params(params, {"async"});  // POST /v1/evaluate
+    evaluate(parse_flag(params, "async"));
   }
 
   bool has_token() const { return !server_.options.token.empty(); }
@@ -285,7 +235,8 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
   }
 
   void write(std::shared_ptr<Response> res, std::string body, std::string_view type, bool keep_alive) {
-    server_.count(static_cast<int>(res->result_int()));
+    server_.count(static_cast<int>(res->result_int()),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - received_).count());
     res->set(http::field::server, "kbrl");
     res->set(http::field::content_type, std::string(type));
     res->keep_alive(keep_alive && !server_.scheduler.draining());
@@ -315,6 +266,7 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   Request request_;
   std::string allow_;  // the methods of the path being answered (a 405's Allow header)
+  std::chrono::steady_clock::time_point received_ = std::chrono::steady_clock::now();  // the request's last byte
   std::optional<net::steady_timer> deadline_;
 };
 

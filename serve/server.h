@@ -20,6 +20,7 @@ struct ServerOptions {
   double read_timeout_seconds = 30;       // a request's header and body must arrive within this
   double request_timeout_seconds = 3600;  // a synchronous evaluate waits at most this (then 504)
   ConnectionLimits connections;           // open connections, in all and per peer (connection_limits.h)
+  std::string commit;                     // the build's, for /metrics' kbrl_build_info ("" = unknown)
 };
 
 /// The OpenAPI 3.0 document of the API (serve/openapi.json, embedded at build time).

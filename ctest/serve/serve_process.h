@@ -174,6 +174,12 @@ inline std::string get_request(std::string_view target, std::string_view headers
          "Connection: close\r\n\r\n";
 }
 
+/// A DELETE of `target` with extra header lines.
+inline std::string delete_request(std::string_view target, std::string_view headers = "") {
+  return "DELETE " + std::string(target) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + std::string(headers) +
+         "Connection: close\r\n\r\n";
+}
+
 /// A POST of a JSON `body` to `target` with extra header lines.
 inline std::string post_request(std::string_view target, std::string_view body, std::string_view headers = "") {
   return "POST " + std::string(target) + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
