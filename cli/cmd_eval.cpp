@@ -10,14 +10,17 @@
 
 #include "commands.h"
 #include "json_output.h"
+#include "out_dir.h"
 #include "run_options.h"
 #include <harness/compile/compile.h>
 #include <harness/evaluator.h>
 #include <harness/worker/gpu_protocol.h>
 #include <harness/record/json_text.h>
+#include <harness/record/kernelbench_result.h>
 #include <harness/record/rollout_log.h>
 #include <kernels/action.h>
 #include <kernels/candidate_file.h>
+#include <kernels/kernelbench_import.h>
 #include <reference/task_registry.h>
 #include <serve/client.h>
 
@@ -28,6 +31,7 @@ struct EvalOptions {
   int task = 0;
   std::string kernel;
   std::string json_path;
+  std::string kernelbench_json_path;  // KernelBench's result fields
   std::string log_path;
   std::string server;      // "" = evaluate here; else kbrl serve URL(s)
   std::string token_file;  // the server's bearer token
@@ -78,7 +82,8 @@ EvalRecord evaluate_on_server(const EvalOptions& o, const std::string& raw) {
   serving::ClientOptions client;
   client.urls = serving::parse_server_urls(o.server);
   client.token = serving::read_token_file(o.token_file);
-  const nlohmann::json item = {{"task_id", o.task},          {"candidate", raw},
+  // A KernelBench-format answer is a model's text: the server imports it as realize() does here.
+  const nlohmann::json item = {{"task_id", o.task},          {is_kernelbench_answer(raw) ? "text" : "candidate", raw},
                                {"mode", o.flags.mode},       {"tolerance", o.flags.tolerance},
                                {"inputs", o.flags.inputs},   {"reward", o.flags.reward}};
   return serving::Client(client).evaluate(nlohmann::json::array({item})).at(0);
@@ -95,8 +100,12 @@ void run_eval(const EvalOptions& o) {
   // Read once (a regular file of at most 16 MiB, else InputError): the record's raw action is the
   // text the candidate was parsed from.
   const std::string raw = read_candidate_file(o.kernel);
-  const Candidate candidate =
-      parse_candidate_file(raw, spec, std::filesystem::path(o.kernel).filename().string());
+  // A KernelBench-format answer (Python ModelNew with load_inline) is imported as a model's text is.
+  std::optional<Realized> answer;
+  if (is_kernelbench_answer(raw)) answer = realize(spec, {ActionKind::text, {}, raw});
+  const std::optional<Candidate> candidate =
+      answer ? answer->candidate
+             : std::optional(parse_candidate_file(raw, spec, std::filesystem::path(o.kernel).filename().string()));
   EvalSettings settings = settings_from(o);
   if (std::string why; !gpu_available(&why)) {
     // Without a GPU, still say whether the kernel compiles: for --arch, else for an H100.
@@ -110,7 +119,13 @@ void run_eval(const EvalOptions& o) {
     log = std::make_unique<RolloutLog>(o.log_path);
     evaluator.attach_log(log.get());
   }
-  report(o, evaluator.evaluate(candidate, raw), json);
+  if (!candidate) {
+    std::cerr << fmt::format("kbrl eval: {}: {}\n", o.kernel, answer->format_error);
+    return report(o, evaluator.format_error(spec.id, raw, {ActionKind::text, answer->code, 0, ""}, answer->format_error,
+                                            std::nullopt, answer->failure), json);
+  }
+  if (answer) return report(o, evaluator.evaluate(*candidate, raw, std::nullopt, {ActionKind::text, answer->code, 0, ""}), json);
+  report(o, evaluator.evaluate(*candidate, raw), json);
 }
 
 void report(const EvalOptions& o, const EvalRecord& record, JsonOutputFile& json) {
@@ -118,6 +133,8 @@ void report(const EvalOptions& o, const EvalRecord& record, JsonOutputFile& json
   // The record's strings are UTF-8, with the exact bytes of any that were not beside them
   // (json_text.h): a candidate file in any encoding is written.
   if (!o.json_path.empty()) json.write(nlohmann::json(record).dump(2) + "\n");
+  if (!o.kernelbench_json_path.empty())
+    write_whole_file(o.kernelbench_json_path, kernelbench_result(record).dump(2) + "\n");
   // The candidate's verdict is the exit code: 0 correct (or, compiling only, compiled), 4 anything else.
   if (record.outcome != Outcome::ok && record.outcome != Outcome::not_run)
     command_exit_code() = kExitCandidateFailed;
@@ -131,7 +148,8 @@ EvalRecord replay_one(Evaluator& evaluator, const EvalRecord& logged) {
   const TaskSpec task = task_spec(logged.task_id, logged.scale);
   const Realized real = realize(task, {ActionKind::text, {}, logged.raw_action});
   if (!real.candidate)
-    return evaluator.format_error(logged.task_id, logged.raw_action, logged.action, real.format_error, logged.policy);
+    return evaluator.format_error(logged.task_id, logged.raw_action, logged.action, real.format_error, logged.policy,
+                                  real.failure);
   if (!(*real.candidate == logged.candidate))
     std::cerr << fmt::format("kbrl: replay: task {}: the text now makes another candidate than the logged one\n",
                              logged.task_id);
@@ -171,12 +189,16 @@ void add_eval_command(CLI::App& app) {
   auto o = std::make_shared<EvalOptions>();
   auto* cmd = app.add_subcommand("eval", "Compile, check, time and reward one candidate kernel file");
   cmd->add_option("--task", o->task, "KernelBench level-1 task id")->required();
-  cmd->add_option("--kernel", o->kernel, "candidate .cu file with `// kbrl:` launch lines")
+  cmd->add_option("--kernel", o->kernel, "candidate .cu file with `// kbrl:` launch lines, or a KernelBench-format "
+                                         "answer (Python ModelNew with load_inline: imported, docs/kernelbench.md)")
       ->required()->check(CLI::ExistingFile);
   cmd->add_option("--scale", o->flags.scale, "kernelbench or small")->capture_default_str();
   cmd->add_option("--json", o->json_path,
                   "write the full record as JSON here (not the --kernel file; opened before evaluating: a file "
                   "that cannot be opened or written exits 1)");
+  cmd->add_option("--kernelbench-json", o->kernelbench_json_path,
+                  "write KernelBench's result fields here too (compiled, correctness, runtime, ref_runtime, "
+                  "runtime_stats, ref_runtime_stats, metadata)");
   cmd->add_option("--log", o->log_path, "append the record to this rollout log (JSONL)");
   cmd->add_option("--server", o->server,
                   "evaluate on a kbrl serve instead of here: http://host:port (several, comma-separated, "

@@ -76,7 +76,7 @@ std::vector<Rollout> EvaluatorEnvironment::evaluate(const TaskSpec& task,
     if (!real.candidate) {
       keys.push_back(evaluator_.format_error_key(task.id, raw));
       if (!memo_.count(keys.back()))
-        memo_[keys.back()] = evaluator_.format_error(task.id, raw, info, real.format_error, policy);
+        memo_[keys.back()] = evaluator_.format_error(task.id, raw, info, real.format_error, policy, real.failure);
       continue;
     }
     KeyedCandidate keyed = evaluator_.keyed(std::move(*real.candidate));  // hashed once, here

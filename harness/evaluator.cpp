@@ -189,14 +189,15 @@ std::string Evaluator::format_error_key(int task_id, const std::string& raw_acti
 }
 
 EvalRecord Evaluator::format_error(int task_id, const std::string& raw_action, const ActionInfo& action,
-                                   const std::string& detail, const std::optional<std::string>& policy) {
+                                   const std::string& detail, const std::optional<std::string>& policy,
+                                   Outcome outcome) {
   const TaskSpec spec = task_spec(task_id, settings_.scale);
   const std::string key = format_error_key(task_id, raw_action);
   if (log_)
     if (std::optional<EvalRecord> logged = log_->find(key)) return std::move(*logged);  // resume
   EvalRecord record = new_record(spec, key, raw_action, action, policy);
   record.candidate.task_id = spec.id;
-  record.outcome = Outcome::format_error;
+  record.outcome = outcome;
   record.outcome_detail = detail;
   record.reward = compute_reward({.task_id = spec.id}, settings_.reward).reward;
   if (log_) log_->append(record);

@@ -105,10 +105,12 @@ class Evaluator {
                                        const std::vector<std::pair<std::string, ActionInfo>>& actions = {});
 
   /// The record of a text action that yielded no candidate (kernels/action.h's realize):
-  /// Outcome::format_error with `detail`, the reward of an uncompiled candidate, keyed by the raw
-  /// text; appended to the attached log like any other record (or taken from it when logged).
+  /// `outcome` (Realized::failure: format_error, or unsupported_format) with `detail`, the reward of
+  /// an uncompiled candidate, keyed by the raw text; appended to the attached log like any other
+  /// record (or taken from it when logged).
   EvalRecord format_error(int task_id, const std::string& raw_action, const ActionInfo& action,
-                          const std::string& detail, const std::optional<std::string>& policy = std::nullopt);
+                          const std::string& detail, const std::optional<std::string>& policy = std::nullopt,
+                          Outcome outcome = Outcome::format_error);
   /// The key format_error() gives such a record.
   std::string format_error_key(int task_id, const std::string& raw_action);
 

@@ -7,12 +7,14 @@
 
 #include "candidate_file.h"
 #include "generator.h"
+#include "kernelbench_import.h"
 #include "scaffold.h"
 
 namespace kbrl {
 namespace {
 
 constexpr std::string_view kModelFile = "model_output.cu";
+constexpr std::string_view kKernelBenchFile = "kernelbench_answer.cu";  // the file imported from one
 
 std::string normalize_newlines(std::string_view text) {
   std::string out;
@@ -289,13 +291,6 @@ bool has_plan_line(const std::string& code) {
   return std::regex_search(code, plan);
 }
 
-/// KernelBench's answer format: a Python `ModelNew` whose CUDA is compiled by
-/// torch.utils.cpp_extension.load_inline (device code plus a host function that launches it).
-bool is_kernelbench_answer(const std::string& code) {
-  return code.find("ModelNew") != std::string::npos &&
-         (code.find("load_inline") != std::string::npos || code.find("cpp_extension") != std::string::npos);
-}
-
 }  // namespace
 
 std::string_view to_string(ActionKind k) { return enum_name(k); }
@@ -351,9 +346,19 @@ Realized realize(const TaskSpec& task, const Action& action) {
     return r;
   }
   if (is_kernelbench_answer(r.code)) {
-    r.format_error = "a KernelBench-format answer (a Python ModelNew compiled with load_inline): kbrl reads device "
-                     "code only, a candidate file with `// kbrl:` launch lines or the body of the scaffold's kernel "
-                     "(`kbrl prompt --style file|body` shows both); KernelBench's format is not read yet";
+    const KernelBenchImport imported = import_kernelbench_answer(r.code, task);
+    if (!imported.unsupported.empty()) {
+      r.format_error = "a KernelBench-format answer kbrl cannot read: " + imported.unsupported;
+      r.failure = Outcome::unsupported_format;
+      return r;
+    }
+    r.code = imported.candidate_file;
+    r.style = TextStyle::file;
+    try {
+      r.candidate = parse_candidate_file(r.code, task, kKernelBenchFile);
+    } catch (const InputError& e) {
+      r.format_error = e.what();
+    }
     return r;
   }
   if (has_plan_line(r.code)) {

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include <kbrl/enum_names.h>
+#include <kbrl/outcome.h>
 #include <reference/task.h>
 
 #include "candidate.h"
@@ -58,6 +59,8 @@ struct Realized {
   std::string code;                    // text: the extracted code; knobs: empty
   std::optional<TextStyle> style;      // text: how the code was read
   std::string format_error;            // why there is no candidate (the record's detail)
+  Outcome failure = Outcome::format_error;  // the record's outcome without a candidate: format_error, or
+                                            // unsupported_format for a KernelBench answer kbrl cannot read
 };
 
 /// The largest text realize() reads (bytes); longer text is a format error.
@@ -71,9 +74,11 @@ inline constexpr size_t kMaxActionTextBytes = 256 * 1024;
 ///   `#define`s, constants) before the first statement go before the kernel, the rest is the body;
 ///   a complete `kbrl_forward` definition in the code is taken apart into helpers and body. Text
 ///   that yields no candidate (no code, too long, unbalanced braces, a bad plan line, `main()`, a
-///   `__global__` kernel other than kbrl_forward in body style, KernelBench's Python `ModelNew` with
-///   load_inline, named as such) never throws: `format_error` says
+///   `__global__` kernel other than kbrl_forward in body style) never throws: `format_error` says
 ///   why. `#include` lines stay in the code: NVRTC decides (allowed headers only).
+/// - text in KernelBench's format (Python `class ModelNew` with load_inline): imported
+///   (kernels/kernelbench_import.h) into a candidate file, which is then read as above; `code` is
+///   that file. An answer the importer cannot read has `failure` unsupported_format and the reason.
 Realized realize(const TaskSpec& task, const Action& action);
 
 }  // namespace kbrl

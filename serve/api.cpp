@@ -111,6 +111,7 @@ PreparedItem parse_item(const Json& item, size_t index, const EvalSettings& defa
     out.action = {ActionKind::text, real.code, 0, ""};
     out.candidate = std::move(real.candidate);
     out.format_error = std::move(real.format_error);
+    out.failure = real.failure;
   } else if (item.contains("candidate")) {
     const std::string& text = text_field(item["candidate"], at + ".candidate", limits);
     out.raw_action = text;

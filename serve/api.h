@@ -62,6 +62,7 @@ struct PreparedItem {
   std::string raw_action;  // what the record keeps: the text, the candidate file, "k=v,..."
   ActionInfo action;
   std::string format_error;  // why there is no candidate (a format_error record)
+  Outcome failure = Outcome::format_error;  // or unsupported_format (Realized::failure)
 };
 
 /// Parses and realizes `POST /v1/evaluate`'s body. Throws ApiException: 400 bad_request for

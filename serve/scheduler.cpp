@@ -323,7 +323,8 @@ void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
       for (Entry* e : group) {
         const PreparedItem& item = *e->item;
         if (!item.candidate) {
-          const EvalRecord record = evaluator.format_error(item.task_id, item.raw_action, item.action, item.format_error);
+          const EvalRecord record = evaluator.format_error(item.task_id, item.raw_action, item.action, item.format_error,
+                                                                std::nullopt, item.failure);
           {
             std::lock_guard lock(mutex_);
             count_answered(record.outcome, 1);

@@ -12,6 +12,7 @@ namespace kbrl {
 enum class Outcome {
   ok,
   format_error,  // a text action that yields no candidate (no code, bad plan line, ...): not compiled
+  unsupported_format,  // an answer in a format kbrl reads only in part (KernelBench's ModelNew) that it cannot read
   compile_error,
   load_error,
   launch_error,
@@ -32,6 +33,7 @@ struct EnumNames<Outcome> {
   static constexpr EnumEntry<Outcome> entries[] = {
       {Outcome::ok, "ok"},
       {Outcome::format_error, "format_error"},
+      {Outcome::unsupported_format, "unsupported_format"},
       {Outcome::compile_error, "compile_error"},
       {Outcome::load_error, "load_error"},
       {Outcome::launch_error, "launch_error"},

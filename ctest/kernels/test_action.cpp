@@ -116,7 +116,7 @@ TEST(Realize, TextWithoutACandidateIsAFormatErrorNeverAnException) {
   }
 }
 
-TEST(Realize, AKernelBenchAnswerIsNamedNotReadAsABody) {
+TEST(Realize, AKernelBenchAnswerIsImportedNotReadAsABody) {
   // KernelBench's format: a Python ModelNew whose CUDA source is compiled by load_inline.
   const std::string answer = "```python\nimport torch\nfrom torch.utils.cpp_extension import load_inline\n"
                              "cuda_source = \"\"\"\n__global__ void relu_kernel(const float* x, float* y, int n) {\n"
@@ -124,8 +124,10 @@ TEST(Realize, AKernelBenchAnswerIsNamedNotReadAsABody) {
                              "\"\"\"\nrelu = load_inline(name='relu', cpp_sources='', cuda_sources=cuda_source)\n"
                              "class ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return relu.relu_cuda(x)\n```\n";
   const Realized r = realize(task_spec(19, Scale::small), text_action(answer));
-  EXPECT_FALSE(r.candidate);
-  EXPECT_TRUE(contains(r.format_error, "KernelBench-format answer")) << r.format_error;
+  EXPECT_FALSE(r.candidate);  // its host function relu_cuda is missing (ctest/kernels/test_kernelbench_import.cpp)
+  EXPECT_EQ(r.failure, Outcome::unsupported_format);
+  EXPECT_TRUE(contains(r.format_error, "a KernelBench-format answer kbrl cannot read: no host function 'relu_cuda'"))
+      << r.format_error;
   // ModelNew alone (a word in a comment) is not the format.
   const Realized body = realize(task_spec(19, Scale::small),
                                 text_action("```cuda\n// unlike ModelNew, a body\nKBRL_GRID_STRIDE_LOOP(i, x_numel) "
