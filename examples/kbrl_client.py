@@ -2,10 +2,13 @@
 
 It implements the client side of the HTTP API in docs/serve.md (machine-readable form:
 serve/openapi.json, also served at GET /v1/openapi.json): POST /v1/evaluate with retries on
-retryable errors (honouring Retry-After) and on refused connections, and GET /v1/tasks/{id}/prompt.
-The other examples (tinker_env.py, verifiers_rubric.py, trl_reward.py, verl_compute_score.py) score
-with it. The server is $KBRL_SERVE_URL (default http://127.0.0.1:8750); the bearer token, when the
-server wants one, is $KBRL_SERVE_TOKEN.
+retryable errors (honouring Retry-After) and on refused connections; large batches as async jobs
+(POST /v1/evaluate?async=1, then GET /v1/jobs/{id} until done, DELETE when the client gives up), so
+no request waits longer than a proxy or the server allows; and GET /v1/tasks/{id}/prompt. The other
+examples (tinker_env.py, verifiers_rubric.py, trl_reward.py, verl_compute_score.py) score with it.
+The server is $KBRL_SERVE_URL (default http://127.0.0.1:8750); the bearer token, when the server
+wants one, is $KBRL_SERVE_TOKEN. Install it with `pip install ./examples` from the repository
+(one module, no dependencies), or put this file beside your trainer.
 
     python3 kbrl_client.py 19 < answer.txt    # prints the outcome and reward of one text
 """
@@ -21,6 +24,8 @@ import urllib.request
 
 DEFAULT_URL = "http://127.0.0.1:8750"
 MAX_ITEMS = 1024  # items one request may hold
+SERVER_WAIT = 3600.0  # seconds kbrl serve lets a synchronous evaluate wait (--request-timeout's default)
+ASYNC_FROM = 64  # batches of at least this many items go as async jobs (a GPU's batch at the server's default)
 
 
 class KbrlError(Exception):
@@ -71,18 +76,53 @@ def _call(method: str, path: str, body=None, url=None, token=None, timeout=600.0
 
 
 def evaluate(items: list[dict], url: str | None = None, token: str | None = None,
-             timeout: float = 600.0, retries: int = 8) -> list[dict]:
+             timeout: float = SERVER_WAIT + 60, retries: int = 8, use_async: bool | None = None,
+             poll: float = 1.0) -> list[dict]:
     """Evaluates items ({"task_id": 19, "text": "..."} or "candidate" or "config", optionally "mode",
     "tolerance", "inputs", "reward"): one EvalRecord per item, in order. Requests of more than 1,024
-    items are split."""
+    items are split. A batch of ASYNC_FROM items or more (or any, with use_async=True) goes as an
+    async job polled every `poll` seconds (growing to 10); `timeout` bounds the whole wait, after
+    which the job is deleted (its items not yet on a GPU dropped) and TimeoutError raised. A
+    synchronous request waits up to `timeout` too: a minute more than the server itself waits."""
     records: list[dict] = []
+    deadline = time.monotonic() + timeout
     for start in range(0, len(items), MAX_ITEMS):
         chunk = items[start:start + MAX_ITEMS]
-        got = _call("POST", "/v1/evaluate", {"items": chunk}, url, token, timeout, retries).get("records", [])
+        if use_async if use_async is not None else len(chunk) >= ASYNC_FROM:
+            got = _evaluate_async(chunk, url, token, deadline, retries, poll)
+        else:
+            left = max(1.0, deadline - time.monotonic())
+            got = _call("POST", "/v1/evaluate", {"items": chunk}, url, token, left, retries).get("records", [])
         if len(got) != len(chunk):
             raise KbrlError(200, "bad_answer", f"{len(chunk)} items but {len(got)} records")
         records.extend(got)
     return records
+
+
+def _evaluate_async(items: list[dict], url, token, deadline: float, retries: int, poll: float) -> list[dict]:
+    accepted = _call("POST", "/v1/evaluate?async=1", {"items": items}, url, token, 60.0, retries)
+    path = accepted["status_url"]
+    job: dict = {}
+    try:
+        while True:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"job {accepted['job']}: {job.get('done', 0)} of {len(items)} items done when the "
+                                   "client's timeout ran out (deleted: the items not yet on a GPU are dropped)")
+            job = _call("GET", path, None, url, token, 60.0, retries)
+            if job["status"] == "done":
+                return job.get("records", [])
+            if job["status"] == "failed":
+                err = job.get("error", {})
+                raise KbrlError(200, err.get("code", "failed"), err.get("message", "the job failed"),
+                                err.get("field", ""), bool(err.get("retryable", False)))
+            time.sleep(max(0.0, min(poll, deadline - time.monotonic())))
+            poll = min(poll * 1.5, 10.0)
+    except BaseException:  # a timeout, an interrupt: the server need not evaluate what no one awaits
+        try:
+            _call("DELETE", path, None, url, token, 10.0, 0)
+        except Exception:  # noqa: BLE001 - the job may be gone already; the first error matters
+            pass
+        raise
 
 
 def reward_of(record: dict, default: float = 0.0) -> float:

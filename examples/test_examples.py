@@ -123,10 +123,33 @@ def verl_rewards():
     return rewards_ok(a, UNCOMPILED) + "; batch: " + rewards_ok(b, UNCOMPILED)
 
 
+def async_jobs():
+    """The same items as an async job give the same records; a job the client gives up on is deleted."""
+    items = [{"task_id": TASK, "text": t} for t in TEXTS]
+    sync = kbrl_client.evaluate(items)
+    polled = kbrl_client.evaluate(items, use_async=True, poll=0.1)
+    assert [r["outcome"] for r in polled] == [r["outcome"] for r in sync], (polled, sync)
+    assert [r["key"] for r in polled] == [r["key"] for r in sync]
+    try:
+        kbrl_client.evaluate([{"task_id": TASK, "text": GOOD.replace("i < y_numel", "i < y_numel && i >= 0")}],
+                             use_async=True, timeout=0.0)
+        raise AssertionError("no TimeoutError with a timeout of 0")
+    except TimeoutError as e:
+        gone = str(e)
+    job_id = gone.split()[1].rstrip(":")
+    try:
+        kbrl_client._call("GET", f"/v1/jobs/{job_id}", retries=0)
+        raise AssertionError(f"job {job_id} is still there after the client gave up on it")
+    except kbrl_client.KbrlError as e:
+        assert e.status == 404, e
+    return f"async outcomes {[r['outcome'] for r in polled]}; timeout: {gone}"
+
+
 UNCOMPILED = None
 print(f"kbrl serve at {os.environ['KBRL_SERVE_URL']}; stubs for: {', '.join(stubbed) or 'none'}")
 check("kbrl_client.evaluate", direct)
 check("kbrl_client.prompt", prompt)
+check("kbrl_client async jobs", async_jobs)
 check("tinker_env.KbrlEnv", lambda: rewards_ok(asyncio.run(tinker_episode()), UNCOMPILED))
 check("verifiers_rubric", verifiers_rewards)
 check("trl_reward.kbrl_reward", trl_rewards)

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <harness/record/json_text.h>
+#include <harness/record/kernelbench_result.h>
 #include <kbrl/error.h>
 #include <kernels/action.h>
 #include <kernels/candidate_file.h>
@@ -71,7 +72,9 @@ PreparedItem parse_item(const Json& item, size_t index, const EvalSettings& defa
   int actions = 0;
   for (const auto& [name, value] : item.items()) {
     const std::string field = at + "." + name;
-    if (name == "task_id") {
+    if (name == "task_id" || name == "problem_id") {  // problem_id: KernelBench's name for it
+      if (item.contains("task_id") && item.contains("problem_id"))
+        throw ApiException(bad_request(fmt::format("{} has task_id and problem_id: give one", at), field));
       if (!value.is_number_integer())
         throw ApiException(bad_request(fmt::format("{} must be an integer, not {}", field, json_type(value)), field));
       const int64_t id = value.get<int64_t>();
@@ -79,6 +82,9 @@ PreparedItem parse_item(const Json& item, size_t index, const EvalSettings& defa
         throw ApiException(bad_request(fmt::format("{}: no task {} (tasks are 1..100; GET /v1/tasks lists them)",
                                                    field, id), field));
       out.task_id = static_cast<int>(id);
+    } else if (name == "level") {  // KernelBench's level: kbrl has level 1
+      if (!value.is_number_integer() || value.get<int64_t>() != 1)
+        throw ApiException(bad_request(fmt::format("{} must be 1: kbrl has KernelBench's level-1 tasks only", field), field));
     } else if (name == "text" || name == "candidate" || name == "config") {
       ++actions;
     } else if (name == "mode") {
@@ -92,11 +98,12 @@ PreparedItem parse_item(const Json& item, size_t index, const EvalSettings& defa
           parse_field(value, field, [&](const std::string& spec) { return parse_reward(spec, out.settings.reward); });
     } else {
       throw ApiException(bad_request(
-          fmt::format("{}: unknown field (an item has task_id, one of text, candidate or config, and optionally "
+          fmt::format("{}: unknown field (an item has task_id (or KernelBench's problem_id, with level 1), one of text, "
+                      "candidate or config, and optionally "
                       "mode, tolerance, inputs, reward)", field), field));
     }
   }
-  if (!item.contains("task_id"))
+  if (!item.contains("task_id") && !item.contains("problem_id"))
     throw ApiException(bad_request(fmt::format("{}.task_id is missing", at), at + ".task_id"));
   if (actions != 1)
     throw ApiException(bad_request(
@@ -203,6 +210,20 @@ nlohmann::json prompt_json(int task_id, std::string_view style, Scale scale) {
   }
   const Prompt prompt = build_prompt(task_spec(task_id, scale), options);
   return {{"task_id", task_id}, {"version", prompt.version}, {"system", prompt.system}, {"user", prompt.user}};
+}
+
+bool kernelbench_format(const std::map<std::string, std::string>& params) {
+  auto it = params.find("format");
+  if (it == params.end() || it->second == "kbrl") return false;
+  if (it->second == "kernelbench") return true;
+  throw ApiException(bad_request(fmt::format("format={}: kbrl or kernelbench", it->second.substr(0, 40)), "format"));
+}
+
+nlohmann::json records_json(const std::vector<EvalRecord>& records, bool kernelbench) {
+  if (!kernelbench) return {{"records", records}};
+  nlohmann::json results = nlohmann::json::array();
+  for (const EvalRecord& r : records) results.push_back(kernelbench_result(r));
+  return {{"results", std::move(results)}};
 }
 
 }  // namespace kbrl::serving

@@ -2,6 +2,7 @@
 // The JSON API of `kbrl serve` (docs/serve.md): parsing an evaluate request into items, checked
 // field by field, and the error every endpoint answers with. No networking here.
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -75,6 +76,13 @@ std::vector<PreparedItem> parse_evaluate_request(std::string_view body, const Ev
 
 /// `GET /v1/tasks`: every task with its name, family and the splits it belongs to.
 nlohmann::json tasks_json();
+
+/// `?format=kbrl` (the default: "records", kbrl's EvalRecords) or `?format=kernelbench` ("results",
+/// KernelBench's result fields: harness/record/kernelbench_result.h). Throws 400 for another value.
+bool kernelbench_format(const std::map<std::string, std::string>& params);
+/// The records of an evaluate answer or a done job, under "records" or, in KernelBench's format,
+/// "results".
+nlohmann::json records_json(const std::vector<EvalRecord>& records, bool kernelbench);
 /// `GET /v1/tasks/{id}/prompt?style=`: throws ApiException 404 for an unknown task, 400 for a bad
 /// style.
 nlohmann::json prompt_json(int task_id, std::string_view style, Scale scale);

@@ -39,7 +39,8 @@ Reply readiness(const Scheduler& scheduler) {
 
 Reply job(const RouteRequest& r, Scheduler& scheduler, std::string& allow) {
   only(r, {"GET", "DELETE"}, "GET, DELETE", allow);
-  check_params(r.params, {});
+  check_params(r.params, {"format"});
+  const bool kernelbench = kernelbench_format(r.params);
   const std::string id(r.path.substr(9));
   JobStore::Lookup found;
   if (is_hex_id(id)) found = r.method == "DELETE" ? scheduler.delete_job(id, r.client) : scheduler.find_job(id, r.client);
@@ -50,7 +51,12 @@ Reply job(const RouteRequest& r, Scheduler& scheduler, std::string& allow) {
   if (!found.job)
     throw ApiException(not_found(fmt::format("no job '{}' of yours (jobs are kept a while after they finish, until "
                                              "deleted)", id)));
-  return json_reply(200, found.job->to_json());
+  Json j = found.job->to_json();
+  if (kernelbench && j.contains("records")) {
+    j.erase("records");
+    j.update(records_json(found.job->records(), true));
+  }
+  return json_reply(200, j);
 }
 
 }  // namespace

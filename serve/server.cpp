@@ -158,8 +158,8 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
     const RouteRequest r{std::string_view(method.data(), method.size()), path, params, client()};
     if (std::optional<Reply> reply = answer(r, server_.scheduler, server_.http_metrics(), server_.options.commit, allow_))
       return send(reply->status, std::move(reply->body), reply->type);
-    check_params(params, {"async"});  // POST /v1/evaluate
-    evaluate(parse_flag(params, "async"));
+    check_params(params, {"async", "format"});  // POST /v1/evaluate
+    evaluate(parse_flag(params, "async"), kernelbench_format(params));
   }
 
   bool has_token() const { return !server_.options.token.empty(); }
@@ -180,7 +180,7 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
     return "peer:" + peer_;
   }
 
-  void evaluate(bool async) {
+  void evaluate(bool async, bool kernelbench) {
     std::vector<PreparedItem> items =
         parse_evaluate_request(request_.body(), server_.scheduler.defaults(), server_.options.limits);
     if (async) {
@@ -193,11 +193,11 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
     }
     auto self = shared_from_this();
     auto executor = stream_.get_executor();
-    auto job = server_.scheduler.submit(client(), std::move(items), [self, executor](const Job& done) {
+    auto job = server_.scheduler.submit(client(), std::move(items), [self, executor, kernelbench](const Job& done) {
       // On a dispatcher thread: the answer is written on this connection's strand.
       std::optional<ApiError> error = done.error();
       Json body;
-      if (!error) body = {{"records", done.records()}};
+      if (!error) body = records_json(done.records(), kernelbench);
       net::post(executor, [self, error = std::move(error), body = std::move(body)]() mutable {
         self->guarded([&] {
           self->deadline_.reset();

@@ -167,6 +167,32 @@ TEST(Serve, AsyncJobsArePolledToTheirRecords) {
   EXPECT_NE(raw.text.find("\r\nLocation: " + url + "\r\n"), std::string::npos) << raw.text;
 }
 
+// ?format=kernelbench answers KernelBench's result fields instead of kbrl's records, for a
+// synchronous evaluate and for a done job.
+TEST(Serve, KernelBenchResultFieldsOnRequest) {
+  TempDir dir;
+  TestServer server(dir.path());
+  const Json items = {{"items", {{{"task_id", 19}, {"candidate", relu_candidate()}}}}};
+  const Json answer = post(server.url() + "/v1/evaluate?format=kernelbench", items);
+  ASSERT_TRUE(answer.contains("results")) << answer.dump().substr(0, 300);
+  EXPECT_FALSE(answer.contains("records"));
+  const Json& result = answer["results"][0];
+  EXPECT_EQ(result["compiled"], true);
+  EXPECT_EQ(result["correctness"], true);  // the fake worker answers every candidate correct
+  EXPECT_GT(result["runtime"].get<double>(), 0.0);
+  EXPECT_EQ(result["metadata"]["kbrl_outcome"], "ok");
+  const std::string id = post(server.url() + "/v1/evaluate?async=1", items, 202)["job"];
+  Json job;
+  for (int i = 0; i < 600 && job["status"] != "done"; ++i) {
+    job = get(server.url() + "/v1/jobs/" + id + "?format=kernelbench");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(job["status"], "done") << job.dump().substr(0, 300);
+  EXPECT_FALSE(job.contains("records"));
+  EXPECT_EQ(job["results"][0]["correctness"], true);
+  EXPECT_EQ(post(server.url() + "/v1/evaluate?format=xml", items, 400)["error"]["field"], "format");
+}
+
 TEST(Serve, BadRequestsGetJsonErrors) {
   TempDir dir;
   ServerOptions options;

@@ -93,6 +93,22 @@ TEST(ServeApi, AConfigurationOutsideTheTasksSpaceIsAFormatError) {
   }
 }
 
+// KernelBench's dataset rows name a task by level and problem_id; its answers are Python ModelNew
+// files: imported, or an unsupported_format record, never a 400.
+TEST(ServeApi, KernelBenchNamesAndAnswers) {
+  const Json body = {{"items", {{{"level", 1}, {"problem_id", 19}, {"candidate", kRelu}},
+                                {{"problem_id", 19}, {"text", "```python\nclass ModelNew(nn.Module):\n    pass\n```"}}}}};
+  const std::vector<PreparedItem> items = parse_evaluate_request(body.dump(), EvalSettings{});
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[0].task_id, 19);
+  EXPECT_TRUE(items[0].candidate.has_value()) << items[0].format_error;
+  EXPECT_FALSE(items[1].candidate.has_value());
+  EXPECT_EQ(items[1].failure, Outcome::unsupported_format);
+  EXPECT_NE(items[1].format_error.find("no CUDA"), std::string::npos) << items[1].format_error;
+  EXPECT_EQ(error_of(R"({"items": [{"level": 2, "problem_id": 19, "candidate": "x"}]})").field, "items[0].level");
+  EXPECT_EQ(error_of(R"({"items": [{"task_id": 19, "problem_id": 19, "candidate": "x"}]})").status, 400);
+}
+
 TEST(ServeApi, MalformedRequestsAre400sNamingTheField) {
   struct Case {
     std::string body;
