@@ -125,11 +125,14 @@ struct Extension {
 };
 
 /// A load_inline source argument: a literal, a name bound to one at module level, or a list of those.
-std::string source_value(const Masked& m, const std::map<std::string, std::string>& names, std::string value) {
+std::string source_value(const Masked& m, const std::map<std::string, std::string>& names, std::string value,
+                         int depth = 0) {
   value = trim(value);
   if (value.size() >= 2 && (value.front() == '[' || value.front() == '(')) {
+    if (depth > 8) throw Unsupported("load_inline's CUDA sources nested in lists too deep (syntax)");
     std::string joined;
-    for (const std::string& part : split_top(value.substr(1, value.size() - 2))) joined += source_value(m, names, part) + "\n";
+    for (const std::string& part : split_top(value.substr(1, value.size() - 2)))
+      joined += source_value(m, names, part, depth + 1) + "\n";
     return joined;
   }
   if (auto s = literal(m, value)) return *s;

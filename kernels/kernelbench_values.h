@@ -49,7 +49,10 @@ class Host {
 
   /// A C++ expression as a plan expression (integer) or a float's value.
   Value eval(std::string_view text) {
+    if (text.size() > kMaxExpressionLength)
+      throw Unsupported(fmt::format("a host expression of {} characters (statement)", text.size()));
     tokens_ = tokenize(text);
+    depth_ = 0;
     pos_ = 0;
     Value v = additive();
     if (pos_ != tokens_.size())
@@ -128,6 +131,12 @@ class Host {
   }
 
   Value additive() {
+    // Every nesting (parentheses, calls, casts) passes here: bounded as plan expressions are.
+    if (++depth_ > kMaxExpressionDepth) throw Unsupported("a host expression nested too deep (statement)");
+    struct Leave {
+      int& depth;
+      ~Leave() { --depth; }
+    } leave{depth_};
     Value v = multiplicative();
     while (peek("+") || peek("-")) {
       const char op = take()[0];
@@ -152,6 +161,11 @@ class Host {
   }
 
   Value unary() {
+    if (++depth_ > kMaxExpressionDepth) throw Unsupported("a host expression nested too deep (statement)");
+    struct Leave {
+      int& depth;
+      ~Leave() { --depth; }
+    } leave{depth_};
     if (peek("-")) {
       take();
       const Value v = unary();
@@ -297,6 +311,7 @@ class Host {
   const TaskSpec& task_;
   std::vector<std::string> tokens_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace kbrl::kernelbench

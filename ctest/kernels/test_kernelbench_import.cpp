@@ -16,6 +16,7 @@
 #include <harness/record/kernelbench_result.h>
 #include <kernels/action.h>
 #include <kernels/candidate_file.h>
+#include <kbrl/error.h>
 #include <kernels/kernelbench_import.h>
 #include <reference/task_registry.h>
 
@@ -181,6 +182,60 @@ TEST(KernelBenchImport, TheAnswersOfTheTestDataAsExpected) {
     }
   }
   std::printf("kernelbench_answers: %d of %zu converted\n", converted, expected.size());
+}
+
+// Hostile and damaged text never throws out of the importer nor crashes it (kbrl serve imports
+// whatever a client sends): every answer of the test data cut short at many places, with bytes
+// flipped, and blown up (a 200 KB line, deep parentheses, many statements).
+TEST(KernelBenchImport, DamagedAnswersNeverThrowOrCrash) {
+  const TaskSpec task = task_spec(19, Scale::kernelbench);
+  std::vector<std::string> texts;
+  for (const auto& entry : fs::directory_iterator(answers_dir()))
+    if (entry.path().extension() == ".md") texts.push_back(extract_code(read_text(entry.path())));
+  ASSERT_GE(texts.size(), 30u);
+  uint64_t state = 0x9E3779B97F4A7C15ull;  // a fixed seed: the same cases every run
+  auto next = [&state] {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return state;
+  };
+  const char* noise = "(){}[]\"';<>=\n#";
+  int cases = 0;
+  for (const std::string& text : texts) {
+    for (int i = 0; i < 40; ++i) {
+      std::string damaged = text.substr(0, next() % (text.size() + 1));
+      if (i % 2)
+        for (int k = 0; k < 4 && !damaged.empty(); ++k) damaged[next() % damaged.size()] = noise[next() % 15];
+      const KernelBenchImport imported = import_kernelbench_answer(damaged, task);
+      EXPECT_TRUE(imported.candidate_file.empty() != imported.unsupported.empty());
+      if (!imported.candidate_file.empty()) {
+        try {
+          parse_candidate_file(imported.candidate_file, task, "answer.cu");
+        } catch (const InputError&) {
+          // a plan the damaged numbers break: a format error, not a crash
+        }
+      }
+      ++cases;
+    }
+  }
+  const std::string host = kReluHost;
+  const std::string hostile[] = {
+      relu_answer(host, "", "return self.ext.relu_cuda(" + std::string(200000, 'x') + ")"),
+      relu_answer("  auto out = torch::empty_like(x);\n  int n = " + std::string(5000, '(') + "1" +
+                  std::string(5000, ')') + ";\n" + host),
+      relu_answer(std::string(20000, ';') + host),
+      relu_answer("  int a = 1" + std::string(200000, ' ') + ";\n" + host),
+      "class ModelNew:\n" + std::string(300000, '\n'),
+      "class ModelNew\nsrc = r\"\"\"" + std::string(100000, '\\'),
+      relu_answer("  auto out = torch::empty_like(x);\n  int n = " + std::string(100000, '-') + "1;\n" + host),
+      "x = load_inline(cuda_sources=" + std::string(50000, '[') + "s" + std::string(50000, ']') + ")\nclass ModelNew:\n",
+      relu_answer(host, "\n" + std::string(200000, ' ') + "\n" + std::string(200000, ' ') + "#include <vector>\n"),
+  };
+  for (const std::string& text : hostile) {
+    const KernelBenchImport imported = import_kernelbench_answer(text, task_spec(19, Scale::small));
+    EXPECT_TRUE(imported.candidate_file.empty() != imported.unsupported.empty());
+    ++cases;
+  }
+  std::printf("%d damaged or hostile answers imported without a throw or a crash\n", cases);
 }
 
 TEST(KernelBenchResult, FieldsAsKernelBenchReportsThem) {
