@@ -114,13 +114,22 @@ def trl_rewards():
     chat = [[{"role": "assistant", "content": t}] for t in TEXTS]
     b = trl_reward.kbrl_reward(completions=chat, task_id=[TASK] * 2)
     assert logged.get("kbrl_outcome", [None, None])[1] == "format_error", logged
-    return rewards_ok(a, UNCOMPILED) + "; conversational: " + rewards_ok(b, UNCOMPILED)
+    c = asyncio.run(trl_reward.kbrl_reward_async(completions=TEXTS, task_id=[TASK] * 2))
+    return (rewards_ok(a, UNCOMPILED) + "; conversational: " + rewards_ok(b, UNCOMPILED) + "; async: " +
+            rewards_ok(c, UNCOMPILED))
 
 
 def verl_rewards():
-    a = [verl_compute_score.compute_score("kbrl", t, str(TASK), {"task_id": TASK}) for t in TEXTS]
+    async def scores():
+        return await asyncio.gather(*(verl_compute_score.compute_score("kbrl", t, str(TASK), {"task_id": TASK})
+                                      for t in TEXTS))
+    results = asyncio.run(scores())
+    assert all(isinstance(r, dict) and "kbrl_ok" in r for r in results), results
+    a = [r["score"] for r in results]
+    s = [verl_compute_score.compute_score_sync("kbrl", t, str(TASK), {"task_id": TASK}) for t in TEXTS]
     b = verl_compute_score.compute_score_batch(["kbrl"] * 2, TEXTS, [str(TASK)] * 2, [None, None])
-    return rewards_ok(a, UNCOMPILED) + "; batch: " + rewards_ok(b, UNCOMPILED)
+    return (rewards_ok(a, UNCOMPILED) + "; sync: " + rewards_ok(s, UNCOMPILED) + "; batch: " +
+            rewards_ok(b, UNCOMPILED))
 
 
 def async_jobs():

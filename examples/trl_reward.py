@@ -6,7 +6,8 @@ dataset column but `prompt` (here `task_id`), and it returns one float per compl
 standard dataset a completion is a string; with a conversational one it is a list of messages.
 Documented at https://huggingface.co/docs/trl/grpo_trainer#using-a-custom-reward-function.
 
-All completions of a call go to kbrl in one POST /v1/evaluate:
+All completions of a call go to kbrl in one POST /v1/evaluate; `kbrl_reward_async` is the same as
+a coroutine (TRL awaits async reward functions concurrently with the rest of the step):
 
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
@@ -16,6 +17,7 @@ All completions of a call go to kbrl in one POST /v1/evaluate:
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 
@@ -33,6 +35,12 @@ def kbrl_reward(completions, task_id, **kwargs) -> list[float]:
     if callable(log_metric) and records:
         log_metric("kbrl/ok_rate", sum(r.get("outcome") == "ok" for r in records) / len(records))
     return [kbrl_client.reward_of(r) for r in records]
+
+
+async def kbrl_reward_async(completions, task_id, **kwargs) -> list[float]:
+    """kbrl_reward as a coroutine, for TRL's async reward functions (awaited while the trainer goes
+    on): the request runs on a thread."""
+    return await asyncio.to_thread(kbrl_reward, completions, task_id, **kwargs)
 
 
 def dataset_rows(task_ids, style: str = "body", conversational: bool = True) -> list[dict]:

@@ -1,22 +1,29 @@
 """A verl custom reward function whose reward is kbrl's.
 
-Implements verl's custom reward interface: `compute_score(data_source, solution_str, ground_truth,
-extra_info=None)` returning a float (verl also takes a dict with a "score" key), named by
-`custom_reward_function.path` and `custom_reward_function.name` (the name defaults to
-compute_score). verl's batch reward manager (`reward_model.reward_manager=batch`) calls the name
-instead with lists: `compute_score_batch(data_sources, solution_strs, ground_truths, extra_infos)`,
-which sends the whole batch in one POST /v1/evaluate; the per-sample form sends one request per
-response. Documented at https://verl.readthedocs.io/en/latest/preparation/reward_function.html
-(and the config page it links, "custom_reward_function").
+verl 0.9 (read at 0.9.1): its reward loop awaits an async `compute_score(data_source, solution_str,
+ground_truth, extra_info=None)` per response and logs the extra keys of a returned dict; the
+settings are `reward.custom_reward_function.path`, `reward.custom_reward_function.name` and
+`reward.reward_manager.name` (naive, dapo, ... ; there is no `batch` manager any more).
+`compute_score` here is that coroutine: it returns {"score": kbrl's reward, "kbrl_ok",
+"kbrl_compiled", "kbrl_speedup"}; concurrent calls reach kbrl serve as concurrent requests, which it
+batches and deduplicates itself.
+
+Older verl (<= 0.5) calls a synchronous function returning a float, or, with
+`reward_model.reward_manager=batch`, one with lists: `compute_score_sync` and
+`compute_score_batch` (one POST /v1/evaluate for the whole batch) are those.
 
 The task is `extra_info["task_id"]`, else `ground_truth` (a row's reward_model.ground_truth):
 
     python3 -m verl.trainer.main_ppo ... \\
-        custom_reward_function.path=examples/verl_compute_score.py \\
-        custom_reward_function.name=compute_score_batch reward_model.reward_manager=batch
+        reward.custom_reward_function.path=examples/verl_compute_score.py \\
+        reward.custom_reward_function.name=compute_score reward.reward_manager.name=naive
+
+These signatures were read from the packages; kbrl's CI runs them against stand-ins
+(examples/test_examples.py), not verl itself.
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 
@@ -30,8 +37,18 @@ def _task_id(ground_truth, extra_info) -> int:
     return int(ground_truth)
 
 
-def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs) -> float:
-    """kbrl's reward of one response (0.0 for every failure under the default speedup reward)."""
+async def compute_score(data_source, solution_str, ground_truth, extra_info=None, **kwargs) -> dict:
+    """verl 0.9: kbrl's reward of one response as {"score", ...} (score 0.0 for every failure under
+    the default speedup reward); the request runs on a thread, so verl's loop goes on meanwhile."""
+    item = {"task_id": _task_id(ground_truth, extra_info), "text": solution_str}
+    [record] = await asyncio.to_thread(kbrl_client.evaluate, [item])
+    return {"score": kbrl_client.reward_of(record), "kbrl_ok": float(record.get("outcome") == "ok"),
+            "kbrl_compiled": float(bool(record.get("compile", {}).get("ok"))),
+            "kbrl_speedup": kbrl_client.reward_of({"reward": record.get("speedup", 0.0)})}
+
+
+def compute_score_sync(data_source, solution_str, ground_truth, extra_info=None, **kwargs) -> float:
+    """verl <= 0.5: kbrl's reward of one response as a float."""
     [record] = kbrl_client.evaluate([{"task_id": _task_id(ground_truth, extra_info), "text": solution_str}])
     return kbrl_client.reward_of(record)
 
