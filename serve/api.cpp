@@ -1,11 +1,14 @@
 #include "api.h"
 
+#include "request_parts.h"
+
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include <harness/record/json_text.h>
 #include <harness/record/kernelbench_result.h>
+#include <kbrl/outcome.h>
 #include <kbrl/error.h>
 #include <kernels/action.h>
 #include <kernels/candidate_file.h>
@@ -185,6 +188,67 @@ std::vector<PreparedItem> parse_evaluate_request(std::string_view body, const Ev
   out.reserve(items.size());
   for (size_t i = 0; i < items.size(); ++i) out.push_back(parse_item(items[i], i, defaults, limits));
   return out;
+}
+
+std::vector<PreparedItem> parse_openrlhf_request(std::string_view body, const EvalSettings& defaults,
+                                                 const ServeLimits& limits) {
+  if (body.size() > limits.max_body_bytes)
+    throw ApiException(too_large(fmt::format("the body holds {} bytes; at most {}", body.size(), limits.max_body_bytes)));
+  const Json doc = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object())
+    throw ApiException(bad_request("the body is not a JSON object: send {\"query\": [...], \"labels\": [task ids]}"));
+  auto strings = [&](const char* name, bool required) -> const Json* {
+    if (!doc.contains(name)) {
+      if (required) throw ApiException(bad_request(fmt::format("{} is missing", name), name));
+      return nullptr;
+    }
+    const Json& a = doc[name];
+    if (!a.is_array()) throw ApiException(bad_request(fmt::format("{} must be an array, not {}", name, json_type(a)), name));
+    return &a;
+  };
+  const Json& queries = *strings("query", true);
+  const Json* prompts = strings("prompts", false);
+  const Json* labels = strings("labels", false);
+  if (!labels)
+    throw ApiException(bad_request("labels is missing: each query's label is its kbrl task id (KernelBench's problem_id)",
+                                   "labels"));
+  if (queries.empty()) throw ApiException(bad_request("query is empty", "query"));
+  if (queries.size() > limits.max_items)
+    throw ApiException(field_too_large(fmt::format("query holds {} items; at most {} a request", queries.size(),
+                                                   limits.max_items), "query"));
+  for (const auto* a : {prompts, labels})
+    if (a && a->size() != queries.size())
+      throw ApiException(bad_request(fmt::format("{} queries but {} {}", queries.size(), a->size(),
+                                                 a == labels ? "labels" : "prompts"), a == labels ? "labels" : "prompts"));
+  std::vector<PreparedItem> out;
+  out.reserve(queries.size());
+  for (size_t i = 0; i < queries.size(); ++i) {
+    const std::string field = fmt::format("query[{}]", i);
+    if (!queries[i].is_string()) throw ApiException(bad_request(fmt::format("{} must be a string", field), field));
+    std::string response = queries[i].get<std::string>();
+    if (prompts && (*prompts)[i].is_string()) {
+      const std::string& prompt = (*prompts)[i].get_ref<const std::string&>();
+      if (response.rfind(prompt, 0) == 0) response.erase(0, prompt.size());
+    }
+    const Json& label = (*labels)[i];
+    Json task = label;
+    if (label.is_string()) {
+      const std::optional<int> id = parse_task_id(label.get<std::string>());
+      if (!id) throw ApiException(bad_request(fmt::format("labels[{}] is not a task id", i), fmt::format("labels[{}]", i)));
+      task = *id;
+    }
+    out.push_back(parse_item(Json{{"task_id", task}, {"text", std::move(response)}}, i, defaults, limits));
+  }
+  return out;
+}
+
+nlohmann::json openrlhf_rewards_json(const std::vector<EvalRecord>& records) {
+  Json rewards = Json::array(), outcomes = Json::array();
+  for (const EvalRecord& r : records) {
+    rewards.push_back(std::isfinite(r.reward) ? r.reward : 0.0);
+    outcomes.push_back(std::string(to_string(r.outcome)));
+  }
+  return {{"rewards", std::move(rewards)}, {"outcomes", std::move(outcomes)}};
 }
 
 nlohmann::json tasks_json() {

@@ -77,6 +77,17 @@ std::vector<PreparedItem> parse_evaluate_request(std::string_view body, const Ev
 /// `GET /v1/tasks`: every task with its name, family and the splits it belongs to.
 nlohmann::json tasks_json();
 
+/// OpenRLHF's remote reward model request (POST /v1/openrlhf/reward, what its --remote_rm_url
+/// sends): {"query": [prompt + response, ...], "prompts": [prompt, ...] (optional), "labels":
+/// [task id, ...]}: one text item per query, its response the query without its prompt (the whole
+/// query when it does not start with it), its task the label (a number, or its text). Errors as
+/// parse_evaluate_request's, naming query[i] or labels[i].
+std::vector<PreparedItem> parse_openrlhf_request(std::string_view body, const EvalSettings& defaults,
+                                                 const ServeLimits& limits = {});
+/// The answer OpenRLHF reads: {"rewards": [each record's reward, 0.0 when not finite], "outcomes":
+/// [kbrl's outcome per query]}.
+nlohmann::json openrlhf_rewards_json(const std::vector<EvalRecord>& records);
+
 /// `?format=kbrl` (the default: "records", kbrl's EvalRecords) or `?format=kernelbench` ("results",
 /// KernelBench's result fields: harness/record/kernelbench_result.h). Throws 400 for another value.
 bool kernelbench_format(const std::map<std::string, std::string>& params);

@@ -78,7 +78,7 @@ std::optional<Reply> answer(const RouteRequest& r, Scheduler& scheduler, const H
     check_params(r.params, {});
     return readiness(scheduler);
   }
-  if (p == "/v1/evaluate") {
+  if (p == "/v1/evaluate" || p == "/v1/openrlhf/reward") {
     only(r, {"POST"}, "POST", allow);
     return std::nullopt;
   }

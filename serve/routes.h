@@ -29,7 +29,7 @@ struct Reply {
 /// Paths a health checker asks without a token, even from a connection in a reserve slot.
 bool is_health_path(std::string_view path);
 
-/// The answer, or nullopt for POST /v1/evaluate. Throws ApiException: 404 for an unknown path or
+/// The answer, or nullopt for POST /v1/evaluate and /v1/openrlhf/reward (the server's). Throws ApiException: 404 for an unknown path or
 /// job, 410 for a job dropped to make room, 405 for another method (`allow` then names the path's
 /// methods, for the Allow header), 400 for an unknown parameter.
 /// `commit` is the build's, for /metrics.

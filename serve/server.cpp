@@ -158,8 +158,14 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
     const RouteRequest r{std::string_view(method.data(), method.size()), path, params, client()};
     if (std::optional<Reply> reply = answer(r, server_.scheduler, server_.http_metrics(), server_.options.commit, allow_))
       return send(reply->status, std::move(reply->body), reply->type);
+    if (path == "/v1/openrlhf/reward") {  // OpenRLHF's remote reward model protocol
+      check_params(params, {});
+      return evaluate(parse_openrlhf_request(request_.body(), server_.scheduler.defaults(), server_.options.limits),
+                      false, Shape::openrlhf);
+    }
     check_params(params, {"async", "format"});  // POST /v1/evaluate
-    evaluate(parse_flag(params, "async"), kernelbench_format(params));
+    evaluate(parse_evaluate_request(request_.body(), server_.scheduler.defaults(), server_.options.limits),
+             parse_flag(params, "async"), kernelbench_format(params) ? Shape::kernelbench : Shape::records);
   }
 
   bool has_token() const { return !server_.options.token.empty(); }
@@ -180,9 +186,9 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
     return "peer:" + peer_;
   }
 
-  void evaluate(bool async, bool kernelbench) {
-    std::vector<PreparedItem> items =
-        parse_evaluate_request(request_.body(), server_.scheduler.defaults(), server_.options.limits);
+  enum class Shape { records, kernelbench, openrlhf };  // what a synchronous answer holds
+
+  void evaluate(std::vector<PreparedItem> items, bool async, Shape shape) {
     if (async) {
       auto job = server_.scheduler.submit(client(), std::move(items));
       const std::string status_url = "/v1/jobs/" + job->id();
@@ -193,11 +199,13 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
     }
     auto self = shared_from_this();
     auto executor = stream_.get_executor();
-    auto job = server_.scheduler.submit(client(), std::move(items), [self, executor, kernelbench](const Job& done) {
+    auto job = server_.scheduler.submit(client(), std::move(items), [self, executor, shape](const Job& done) {
       // On a dispatcher thread: the answer is written on this connection's strand.
       std::optional<ApiError> error = done.error();
       Json body;
-      if (!error) body = records_json(done.records(), kernelbench);
+      if (!error)
+        body = shape == Shape::openrlhf ? openrlhf_rewards_json(done.records())
+                                        : records_json(done.records(), shape == Shape::kernelbench);
       net::post(executor, [self, error = std::move(error), body = std::move(body)]() mutable {
         self->guarded([&] {
           self->deadline_.reset();

@@ -191,6 +191,12 @@ TEST(Serve, KernelBenchResultFieldsOnRequest) {
   EXPECT_FALSE(job.contains("records"));
   EXPECT_EQ(job["results"][0]["correctness"], true);
   EXPECT_EQ(post(server.url() + "/v1/evaluate?format=xml", items, 400)["error"]["field"], "format");
+  // OpenRLHF's remote reward model protocol: {"query", "prompts", "labels"} -> {"rewards"}.
+  const Json rewards = post(server.url() + "/v1/openrlhf/reward",
+                            {{"query", {"P```cuda\n" + relu_candidate() + "```", "P no code"}},
+                             {"prompts", {"P", "P"}}, {"labels", {"19", "19"}}});
+  EXPECT_EQ(rewards["rewards"], Json::array({2.0, 0.0})) << rewards.dump();  // the fake worker: speedup 2
+  EXPECT_EQ(rewards["outcomes"][1], "compile_error");
 }
 
 TEST(Serve, BadRequestsGetJsonErrors) {

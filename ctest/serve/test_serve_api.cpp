@@ -1,5 +1,7 @@
 // The evaluate request's parsing: every malformed part is a 400 or 413 naming its field; text that
 // yields no candidate is a format error, not an HTTP error; an item's overrides reach its settings.
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include <serve/api.h>
@@ -107,6 +109,43 @@ TEST(ServeApi, KernelBenchNamesAndAnswers) {
   EXPECT_NE(items[1].format_error.find("no CUDA"), std::string::npos) << items[1].format_error;
   EXPECT_EQ(error_of(R"({"items": [{"level": 2, "problem_id": 19, "candidate": "x"}]})").field, "items[0].level");
   EXPECT_EQ(error_of(R"({"items": [{"task_id": 19, "problem_id": 19, "candidate": "x"}]})").status, 400);
+}
+
+// OpenRLHF's remote reward model request: the response is the query without its prompt, the task
+// the label.
+TEST(ServeApi, OpenRlhfQueriesBecomeTextItems) {
+  const std::string prompt = "<|user|>write relu<|assistant|>";
+  const Json body = {{"query", {prompt + "```cuda\n" + kRelu + "```", "no prompt here"}},
+                     {"prompts", {prompt, "another prompt"}},
+                     {"labels", {"19", 20}}};
+  const std::vector<PreparedItem> items = parse_openrlhf_request(body.dump(), EvalSettings{});
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[0].task_id, 19);
+  EXPECT_EQ(items[0].raw_action, std::string("```cuda\n") + kRelu + "```");  // the prompt stripped
+  EXPECT_TRUE(items[0].candidate.has_value()) << items[0].format_error;
+  EXPECT_EQ(items[1].task_id, 20);
+  EXPECT_EQ(items[1].raw_action, "no prompt here");
+  auto error = [](const Json& b) {
+    try {
+      parse_openrlhf_request(b.dump(), EvalSettings{});
+    } catch (const ApiException& e) {
+      return e.error();
+    }
+    ADD_FAILURE() << "no error for " << b.dump();
+    return ApiError{};
+  };
+  EXPECT_EQ(error({{"query", {"x"}}}).field, "labels");
+  EXPECT_EQ(error({{"query", {"x", "y"}}, {"labels", {19}}}).field, "labels");
+  EXPECT_EQ(error({{"query", {"x"}}, {"labels", {"relu"}}}).field, "labels[0]");
+  EXPECT_EQ(error({{"query", {1}}, {"labels", {19}}}).field, "query[0]");
+  EvalRecord ok, broken;
+  ok.reward = 1.5;
+  ok.outcome = Outcome::ok;
+  broken.reward = std::nan("");
+  broken.outcome = Outcome::compile_error;
+  const Json answer = openrlhf_rewards_json({ok, broken});
+  EXPECT_EQ(answer["rewards"], Json::array({1.5, 0.0}));
+  EXPECT_EQ(answer["outcomes"], Json::array({"ok", "compile_error"}));
 }
 
 TEST(ServeApi, MalformedRequestsAre400sNamingTheField) {
