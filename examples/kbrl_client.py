@@ -140,6 +140,14 @@ def prompt(task_id: int, url: str | None = None, style: str = "body", token: str
     return _call("GET", f"/v1/tasks/{int(task_id)}/prompt?style={style}", None, url, token, timeout)
 
 
+def tasks(url: str | None = None, token: str | None = None, split: str | None = None,
+          timeout: float = 60.0) -> list[dict]:
+    """GET /v1/tasks: [{"id", "name", "family", "splits"}], those of `split` ("train", "eval", ...) only
+    when given."""
+    listed = _call("GET", "/v1/tasks", None, url, token, timeout).get("tasks", [])
+    return [t for t in listed if split is None or split in t.get("splits", [])]
+
+
 def prompt_messages(p: dict) -> list[dict]:
     """A prompt as chat messages (no system message when its system part is empty)."""
     messages = [{"role": "system", "content": p["system"]}] if p.get("system") else []

@@ -99,6 +99,17 @@ async def tinker_episode():
     return [r.reward for r in results]
 
 
+def dataset_builder():
+    """The train and eval splits as RLDatasets of groups; a group's envs share one prompt."""
+    train, test = asyncio.run(tinker_env.KbrlDatasetBuilder(FakeRenderer(), batch_size=16, group_size=4)())
+    train_ids = [b.task_id for i in range(len(train)) for b in train.get_batch(i)]
+    test_ids = [b.task_id for i in range(len(test)) for b in test.get_batch(i)]
+    assert train_ids and test_ids and not set(train_ids) & set(test_ids), (train_ids, test_ids)
+    assert TASK in train_ids, train_ids
+    assert len(train.get_batch(0)) == 16 and train.get_batch(0)[0].group_size == 4
+    return f"{len(train_ids)} train tasks in {len(train)} batches, {len(test_ids)} eval tasks in {len(test)}"
+
+
 def verifiers_rewards():
     func = verifiers_rubric.make_rubric().funcs[0]
     chat = [[{"role": "assistant", "content": t}] for t in TEXTS]
@@ -160,6 +171,7 @@ check("kbrl_client.evaluate", direct)
 check("kbrl_client.prompt", prompt)
 check("kbrl_client async jobs", async_jobs)
 check("tinker_env.KbrlEnv", lambda: rewards_ok(asyncio.run(tinker_episode()), UNCOMPILED))
+check("tinker_env.KbrlDatasetBuilder", dataset_builder)
 check("verifiers_rubric", verifiers_rewards)
 check("trl_reward.kbrl_reward", trl_rewards)
 check("verl_compute_score", verl_rewards)

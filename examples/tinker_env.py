@@ -10,8 +10,9 @@ https://tinker-docs.thinkingmachines.ai/rendering).
 
 One episode is one answer: the prompt is kbrl's (GET /v1/tasks/{id}/prompt), the renderer decodes
 the sampled tokens into a message, and kbrl scores its text. Steps that finish close together are
-sent as one POST /v1/evaluate. Use it from an RLDataset whose get_batch returns
-`KbrlGroupBuilder(renderer, task_id, group_size)` for the tasks of a batch.
+sent as one POST /v1/evaluate. `KbrlDatasetBuilder(renderer, batch_size, group_size)` is the
+cookbook's `RLDatasetBuilder` (awaited, it gives the train split's `RLDataset` and the eval split's):
+each batch is `batch_size` tasks, each task a `KbrlGroupBuilder` of `group_size` envs.
 """
 from __future__ import annotations
 
@@ -25,10 +26,10 @@ import kbrl_client  # noqa: E402
 try:  # guarded: the file imports (and its helpers work) without tinker-cookbook
     import tinker
     from tinker_cookbook import renderers
-    from tinker_cookbook.rl.types import Env, EnvGroupBuilder, StepResult
+    from tinker_cookbook.rl.types import Env, EnvGroupBuilder, RLDataset, RLDatasetBuilder, StepResult
 except ImportError:
     tinker = renderers = StepResult = None
-    Env = EnvGroupBuilder = object
+    Env = EnvGroupBuilder = RLDataset = RLDatasetBuilder = object
 
 
 class _Batcher:
@@ -116,3 +117,37 @@ class KbrlGroupBuilder(EnvGroupBuilder):
 
     def logging_tags(self) -> list[str]:
         return ["kbrl", f"task{self.task_id}"]
+
+
+class KbrlDataset(RLDataset):
+    """Batches of kbrl tasks: batch i is `batch_size` tasks in order (the last may be short), each a
+    group of `group_size` envs."""
+
+    def __init__(self, renderer, task_ids, batch_size: int, group_size: int, style: str = "body",
+                 url: str | None = None, token: str | None = None):
+        self.renderer, self.task_ids, self.batch_size, self.group_size = renderer, list(task_ids), batch_size, group_size
+        self.style, self.url, self.token = style, url, token
+
+    def get_batch(self, index: int) -> list:
+        tasks = self.task_ids[index * self.batch_size:(index + 1) * self.batch_size]
+        return [KbrlGroupBuilder(self.renderer, t, self.group_size, self.style, self.url, self.token) for t in tasks]
+
+    def __len__(self) -> int:
+        return -(-len(self.task_ids) // self.batch_size)
+
+
+class KbrlDatasetBuilder(RLDatasetBuilder):
+    """The train split's tasks as the training dataset, the eval split's as the test one (the
+    server's splits: GET /v1/tasks)."""
+
+    def __init__(self, renderer, batch_size: int = 8, group_size: int = 8, style: str = "body",
+                 url: str | None = None, token: str | None = None):
+        self.renderer, self.batch_size, self.group_size = renderer, batch_size, group_size
+        self.style, self.url, self.token = style, url, token
+
+    async def __call__(self):
+        def split(name):
+            ids = [t["id"] for t in kbrl_client.tasks(self.url, self.token, split=name)]
+            return KbrlDataset(self.renderer, ids, self.batch_size, self.group_size, self.style, self.url, self.token)
+        train, test = await asyncio.to_thread(lambda: (split("train"), split("eval")))
+        return train, test

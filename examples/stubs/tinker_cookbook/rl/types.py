@@ -1,4 +1,4 @@
-"""Stand-in for tinker_cookbook.rl.types: Env, EnvGroupBuilder, StepResult."""
+"""Stand-in for tinker_cookbook.rl.types: Env, EnvGroupBuilder, RLDataset, RLDatasetBuilder, StepResult."""
 from dataclasses import dataclass, field
 
 
@@ -12,6 +12,19 @@ class Env:
 
 class EnvGroupBuilder:
     async def make_envs(self):
+        raise NotImplementedError
+
+
+class RLDataset:
+    def get_batch(self, index):
+        raise NotImplementedError
+
+    def __len__(self):
+        raise NotImplementedError
+
+
+class RLDatasetBuilder:
+    async def __call__(self):
         raise NotImplementedError
 
 
