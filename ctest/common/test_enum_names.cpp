@@ -97,7 +97,7 @@ TEST(EnumNames, BadNameIsInputErrorNamingTheLegalValues) {
   EXPECT_EQ(parse_error<Scale>("huge"), "unknown scale 'huge' (expected kernelbench, small)");
   EXPECT_EQ(parse_error<TimingMode>("Fast"),
             "unknown timing mode 'Fast' (expected fast, full, adaptive)");  // case-sensitive
-  EXPECT_EQ(parse_error<Outcome>(""), "unknown outcome '' (expected ok, format_error, "
+  EXPECT_EQ(parse_error<Outcome>(""), "unknown outcome '' (expected ok, format_error, unsupported_format, "
                                       "compile_error, load_error, launch_error, runtime_error, "
                                       "timeout, wrong_shape, wrong_answer, nondeterministic, "
                                       "input_mutated, guard_violation, impossible, not_run)");
