@@ -18,7 +18,7 @@ namespace kbrl::kernelbench {
 
 /// What a name of the host function holds.
 struct Value {
-  enum class Kind { integer, number, scalar, tensor, output, pointer, dims, ignored } kind = Kind::integer;
+  enum class Kind { integer, number, scalar, tensor, output, pointer, dims } kind = Kind::integer;
   std::string expr;               // integer: a plan expression; pointer: the tensor's plan argument; scalar: its
                                   // plan argument (scalar:s)
   double number = 0;              // number: a float's value

@@ -26,6 +26,7 @@
 
 #include "api.h"
 #include "histogram.h"
+#include "job.h"
 #include "job_store.h"
 #include "recent_records.h"
 
@@ -42,45 +43,6 @@ struct SchedulerOptions {
   size_t recent_record_bytes = 128u << 20;  // ... and their bytes at most
   size_t kept_job_bytes = 128u << 20;  // finished async jobs' records kept for polling (oldest dropped)
 };
-
-/// One request's items and, as they finish, their records.
-class Job {
- public:
-  enum class Status { queued, running, done, failed };
-  using Done = std::function<void(const Job&)>;
-
-  Job(std::string id, std::string client, size_t total, Done on_done);
-  const std::string& id() const { return id_; }
-  const std::string& client() const { return client_; }
-  size_t total() const { return total_; }
-
-  /// A snapshot: status, items done, and the records when done or the error when failed.
-  Status status() const;
-  size_t done() const;
-  std::vector<EvalRecord> records() const;  // complete only when status() == done
-  std::optional<ApiError> error() const;
-  /// {"job", "status", "done", "total"} (+ "records" when done, "error" when failed).
-  nlohmann::json to_json() const;
-  bool finished() const;
-
- private:
-  friend class Scheduler;
-  void started();
-  void complete(size_t index, const EvalRecord& record);  // calls on_done after the last
-  void fail(const ApiError& error);                       // calls on_done once
-
-  const std::string id_;
-  const std::string client_;
-  const size_t total_;
-  Done on_done_;
-  mutable std::mutex mutex_;
-  Status status_ = Status::queued;
-  std::vector<std::optional<EvalRecord>> records_;
-  size_t done_ = 0;
-  std::optional<ApiError> error_;
-};
-
-std::string_view to_string(Job::Status status);
 
 /// One GPU's worker as readiness sees it: `starting` until its dispatcher has started the worker
 /// (at start-up, for the server's default settings), then `up`, or `down` with the reason while
