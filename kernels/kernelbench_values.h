@@ -131,12 +131,6 @@ class Host {
   }
 
   Value additive() {
-    // Every nesting (parentheses, calls, casts) passes here: bounded as plan expressions are.
-    if (++depth_ > kMaxExpressionDepth) throw Unsupported("a host expression nested too deep (statement)");
-    struct Leave {
-      int& depth;
-      ~Leave() { --depth; }
-    } leave{depth_};
     Value v = multiplicative();
     while (peek("+") || peek("-")) {
       const char op = take()[0];
@@ -161,6 +155,8 @@ class Host {
   }
 
   Value unary() {
+    // Every nesting (a sign, parentheses, a call's arguments, a cast) passes here: bounded as plan
+    // expressions are (the recursion's depth is the stack's).
     if (++depth_ > kMaxExpressionDepth) throw Unsupported("a host expression nested too deep (statement)");
     struct Leave {
       int& depth;
