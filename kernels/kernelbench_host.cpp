@@ -26,7 +26,7 @@ std::string launch_arg(Host& host, std::string arg, const std::string& type) {
   std::smatch m;
   if (pointer) {
     if (arg.size() < 300 && std::regex_match(arg, m, data_ptr)) {
-      if (m[3].matched && m[3] != "float")
+      if (m[3].matched && m[3] != "float" && m[3] != "scalar_t")
         throw Unsupported(fmt::format("'{}' reads a tensor as {} (template): kbrl's tensors are float", arg, std::string(m[3])));
       arg = m[1];
     }
@@ -153,8 +153,21 @@ void statement(Host& host, Plan& plan, std::string& source, const std::string& s
   if (s.rfind("CHECK", 0) == 0) return;  // the answer's own CHECK_INPUT-style macros
   if (s.find("cublas") != std::string::npos || s.find("CUBLAS") != std::string::npos)
     throw Unsupported("the host function calls cuBLAS: kbrl runs no host code (cuBLAS)");
+  if (s.rfind("AT_DISPATCH_", 0) == 0) {
+    // kbrl's tensors are float: the float branch of the dispatch is the one that runs, its lambda's
+    // statements with scalar_t as float (kernel_signature makes the kernels so).
+    if (s.find("FLOATING") == std::string::npos && s.find("ALL_TYPES") == std::string::npos)
+      throw Unsupported("an AT_DISPATCH with no float branch (template)");
+    const size_t capture = s.find("[&]") != std::string::npos ? s.find("[&]") : s.find("[=]");
+    const size_t open = capture == std::string::npos ? capture : s.find('{', capture);
+    const size_t close = open == std::string::npos ? open : matching(s, open);
+    if (close == std::string::npos) throw Unsupported("an AT_DISPATCH without a lambda body (template)");
+    for (const std::string& inner : body_statements(s.substr(open + 1, close - open - 1)))
+      statement(host, plan, source, inner);
+    return;
+  }
   if (s.find("AT_DISPATCH") != std::string::npos)
-    throw Unsupported("the host function dispatches templated kernels with AT_DISPATCH (template)");
+    throw Unsupported("the host function dispatches templated kernels in a way not read (template)");
   if (starts_with_word(s, "if")) {
     const size_t close = matching(s, s.find('('));
     if (s.find("cudaSuccess", 0) < close || s.find("err", 0) < close) return;  // an error check
@@ -166,16 +179,22 @@ void statement(Host& host, Plan& plan, std::string& source, const std::string& s
     const std::string kernel = trim(s.substr(0, launch));
     const size_t close = s.find(">>>", launch);
     if (close == std::string::npos) throw Unsupported("a launch without '>>>' (syntax)");
-    if (kernel.find('<') != std::string::npos) throw Unsupported(fmt::format("kernel '{}' is a template (template)", kernel));
+    std::string kernel_name = kernel;
+    if (const size_t lt = kernel.find('<'); lt != std::string::npos) {  // k<scalar_t> or k<float>: the float one
+      const std::string arg = trim(kernel.substr(lt + 1, kernel.rfind('>') - lt - 1));
+      if (arg != "scalar_t" && arg != "float")
+        throw Unsupported(fmt::format("kernel '{}' is launched as a template for {} (template)", kernel, arg));
+      kernel_name = trim(kernel.substr(0, lt));
+    }
     const std::vector<std::string> config = split_top(s.substr(launch + 3, close - launch - 3));
     const size_t open = s.find('(', close);
     if (config.size() < 2 || open == std::string::npos) throw Unsupported("a launch without grid and block (syntax)");
-    const Kernel k = kernel_signature(source, kernel);
+    const Kernel k = kernel_signature(source, kernel_name);
     const std::vector<std::string> args = split_top(s.substr(open + 1, s.rfind(')') - open - 1));
     if (args.size() != k.params.size())
-      throw Unsupported(fmt::format("kernel '{}' takes {} arguments and is launched with {} (statement)", kernel,
+      throw Unsupported(fmt::format("kernel '{}' takes {} arguments and is launched with {} (statement)", kernel_name,
                                     k.params.size(), args.size()));
-    std::string line = fmt::format("// kbrl: launch {} grid={} block={}", kernel, dims_of(host, config[0]), dims_of(host, config[1]));
+    std::string line = fmt::format("// kbrl: launch {} grid={} block={}", kernel_name, dims_of(host, config[0]), dims_of(host, config[1]));
     if (config.size() >= 3 && trim(config[2]) != "0") line += " smem=" + host.integer(config[2]);
     std::string joined;
     for (size_t i = 0; i < args.size(); ++i) joined += (i ? "," : "") + launch_arg(host, args[i], k.params[i]);

@@ -13,11 +13,12 @@
 //     integer size declarations (`x.numel()`, `x.size(d)`, `x.sizes()[d]`, `x.dim()`, arithmetic,
 //     min/max, casts, the source's integer `#define`s and constants), `dim3` declarations, pointer
 //     declarations (`float* p = x.data_ptr<float>();`), one output allocation shaped like the task's
-//     output (`torch::empty_like(x)`, `torch::zeros({M, N}, x.options())`, ...), launches
-//     `k<<<grid, block[, smem[, stream]]>>>(args)` of non-template kernels, and `return out;`.
+//     output (`torch::empty_like(x)`, `torch::zeros({M, N}, x.options())`, ...; others are scratch
+//     buffers), launches `k<<<grid, block[, smem[, stream]]>>>(args)` (also in the float branch of an
+//     AT_DISPATCH; a kernel templated on one type becomes the float one), and `return out;`.
 //     Checks (TORCH_CHECK, CHECK_* macros, `if (err != cudaSuccess) ...`), streams, guards and
 //     synchronization are skipped: kbrl checks and times on its own stream.
-// Anything else (templated kernels and AT_DISPATCH, cuBLAS, another torch operation, control flow,
+// Anything else (kernels templated otherwise, cuBLAS, another torch operation, control flow,
 // a ModelNew with weights of its own, a forward that does more than one call, broken syntax, no
 // CUDA at all) is unsupported, with the reason: the record's outcome is `unsupported_format`.
 #include <string>

@@ -60,8 +60,20 @@ Kernel kernel_signature(std::string& source, const std::string& name) {
     const std::string head = blank.substr(decl == std::string::npos ? 0 : decl + 1, at - (decl == std::string::npos ? 0 : decl + 1));
     if (open != std::string::npos && blank[open] == '(' && find_word(head, "__global__") != std::string::npos &&
         head.find('=') == std::string::npos) {
-      if (find_word(head, "template") != std::string::npos)
-        throw Unsupported(fmt::format("kernel '{}' is a template (template): kbrl launches kernels by name", name));
+      if (const size_t t = find_word(head, "template"); t != std::string::npos) {
+        // One type parameter (AT_DISPATCH's scalar_t): the kernel made the float one kbrl's tensors
+        // are, its template head a typedef. Anything else stays a template kbrl cannot load by name.
+        static const std::regex one_type(R"(^template\s*<\s*(?:typename|class)\s+([A-Za-z_]\w*)\s*>)");
+        std::smatch m;
+        const std::string from_template = head.substr(t);
+        if (from_template.size() > 200 || !std::regex_search(from_template, m, one_type))
+          throw Unsupported(fmt::format("kernel '{}' is a template of more than one type (template): kbrl launches "
+                                        "kernels by name", name));
+        const size_t begin = (decl == std::string::npos ? 0 : decl + 1) + t;
+        source.replace(begin, static_cast<size_t>(m.length(0)), fmt::format("typedef float {};", m.str(1)));
+        at = find_word(blank_comments(source), name);  // again, from the start: positions moved
+        continue;
+      }
       const size_t close = matching(blank, open);
       if (close == std::string::npos) throw Unsupported("unbalanced parentheses in the CUDA source (syntax)");
       Kernel k;

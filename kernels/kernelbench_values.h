@@ -287,7 +287,8 @@ class Host {
       std::string type;
       while (!peek(")")) type += take();
       take();
-      if (type == "float" || type == "int" || type == "int32_t" || type == "unsigned") return integer_value("4");
+      if (type == "float" || type == "scalar_t" || type == "int" || type == "int32_t" || type == "unsigned")
+        return integer_value("4");
       if (type == "double" || type == "int64_t" || type == "long" || type == "size_t") return integer_value("8");
       throw Unsupported(fmt::format("sizeof({}) in the host code (statement)", type));
     }

@@ -120,6 +120,33 @@ TEST(KernelBenchImport, Dim3GridsSeveralLaunchesPointersAndAZeroedOutput) {
   EXPECT_EQ(c.launches[2].kernel, "relu2d");
 }
 
+// AT_DISPATCH_FLOATING_TYPES over a kernel templated on scalar_t: the float branch, the kernel
+// made the float one (kbrl's tensors are float).
+TEST(KernelBenchImport, AtDispatchRunsTheFloatBranch) {
+  const TaskSpec task = task_spec(19, Scale::small);
+  const std::string kernels =
+      "template <typename scalar_t>\n__global__ void relu_kernel(const scalar_t* x, scalar_t* y, long long n) {\n"
+      "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+      "  if (i < n) y[i] = x[i] > scalar_t(0) ? x[i] : scalar_t(0);\n}\n";
+  const std::string host =
+      "  auto out = torch::empty_like(x);\n"
+      "  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), \"relu\", ([&] {\n"
+      "    relu_kernel<scalar_t><<<(x.numel() + 255) / 256, 256>>>(x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), "
+      "x.numel());\n  }));\n  return out;";
+  const KernelBenchImport imported = import_kernelbench_answer(extract_code(relu_answer(host, kernels)), task);
+  ASSERT_EQ(imported.unsupported, "");
+  const std::string& file = imported.candidate_file;
+  EXPECT_TRUE(contains(file, "// kbrl: launch relu_kernel grid=(numel(x) + 255) / 256 block=256 "
+                             "args=in:x,out:y,i64:numel(x)\n")) << file;
+  EXPECT_TRUE(contains(file, "typedef float scalar_t;\nextern \"C\" __global__ void relu_kernel(")) << file;
+  EXPECT_NO_THROW(parse_candidate_file(file, task, "answer.cu"));
+  // A dispatch without a float branch is refused.
+  std::string integral = host;
+  integral.replace(integral.find("FLOATING"), 8, "INTEGRAL");
+  EXPECT_TRUE(contains(import_kernelbench_answer(extract_code(relu_answer(integral, kernels)), task).unsupported,
+                       "no float branch"));
+}
+
 TEST(KernelBenchImport, WhatItCannotReadIsNamed) {
   const TaskSpec task = task_spec(19, Scale::small);
   const std::string relu_launch = "relu_kernel<<<1, 256>>>(x.data_ptr<float>(), out.data_ptr<float>(), x.numel());";
@@ -130,9 +157,9 @@ TEST(KernelBenchImport, WhatItCannotReadIsNamed) {
        "control flow"},
       {relu_answer("  auto out = torch::empty_like(x);\n  cublasHandle_t h; cublasCreate(&h);\n  return out;"), "cuBLAS"},
       {relu_answer("  auto out = torch::relu(x);\n  return out;"), "torch operation"},
-      {relu_answer("  auto out = torch::empty_like(x);\n  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), \"r\", ([&] {\n"
-                   "    relu_kernel<scalar_t><<<1, 256>>>(x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), x.numel());\n"
-                   "  }));\n  return out;"),
+      {relu_answer("  auto out = torch::empty_like(x);\n  relu_kernel<float, 4><<<1, 256>>>(x.data_ptr<float>(), "
+                   "out.data_ptr<float>(), x.numel());\n  return out;",
+                   "template <typename T, int V> __global__ void relu_kernel(const T* x, T* y, long long n) {}\n"),
        "template"},
       {relu_answer("  auto out = torch::empty({7}, x.options());\n  " + relu_launch + "\n  return out;"), "output shape"},
       {relu_answer(std::string("  auto out = torch::empty_like(x);\n  ") + relu_launch + "\n  return out;", "",
