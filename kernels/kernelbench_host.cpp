@@ -235,9 +235,11 @@ void statement(Host& host, Plan& plan, std::string& source, const std::string& s
   while (name_begin > 0 && ident_char(s[name_begin - 1])) --name_begin;
   const std::string type = trim(s.substr(0, name_begin));
   std::vector<std::pair<std::string, std::string>> declared = {{s.substr(name_begin, name_end - name_begin), ""}};
-  for (const std::string& part : split_top(s.substr(eq + 1))) {
+  const std::vector<std::string> parts = split_top(s.substr(eq + 1));
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string& part = parts[i];
     const size_t e = part.find('=');
-    if (&part != &split_top(s.substr(eq + 1)).front() && e != std::string::npos && e > 0) {
+    if (i > 0 && e != std::string::npos && e > 0) {  // a further declarator: name = value
       declared.push_back({trim(part.substr(0, e)), trim(part.substr(e + 1))});
     } else if (declared.back().second.empty()) {
       declared.back().second = part;
