@@ -1,5 +1,5 @@
-// The two input sets of every task (reference_model.h): KernelBench's draw, kept bit for bit, and
-// the stress set drawn law by law. The laws themselves (task_def.h) are here too; each family file
+// The input sets of every task (reference_model.h): KernelBench's draw, kept bit for bit, and the
+// stress set drawn law by law (the mixes of the two: input_mixes.cpp). The laws themselves (task_def.h) are here too; each family file
 // picks its tasks' laws next to their definitions.
 #include <algorithm>
 #include <cmath>
@@ -144,6 +144,8 @@ InputLaws per_input(std::vector<InputLaw> laws) {
 }  // namespace detail
 
 Tensors make_inputs(const TaskSpec& spec, uint64_t seed, torch::Device device, InputSet set) {
+  if (set == InputSet::outliers || set == InputSet::mixture)
+    return detail::make_mixed_inputs(spec, seed, device, set);
   torch::manual_seed(seed);
   const auto& def = detail::task_def(spec.id);
   Tensors inputs;
@@ -172,6 +174,7 @@ Tensors make_inputs(const TaskSpec& spec, uint64_t seed, torch::Device device, I
 }
 
 std::string describe_inputs(const TaskSpec& spec, InputSet set) {
+  if (set == InputSet::outliers || set == InputSet::mixture) return detail::describe_mixed(spec, set);
   const auto laws = detail::laws_of(spec, set);
   std::string text;
   for (size_t i = 0; i < laws.size(); ++i) {
@@ -182,6 +185,7 @@ std::string describe_inputs(const TaskSpec& spec, InputSet set) {
 }
 
 std::vector<InputDomain> input_domains(const TaskSpec& spec, InputSet set) {
+  if (set == InputSet::outliers || set == InputSet::mixture) return detail::mixed_domains(spec);
   std::vector<InputDomain> domains;
   for (const auto& law : detail::laws_of(spec, set)) domains.push_back(law.domain);
   return domains;

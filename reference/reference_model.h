@@ -38,7 +38,10 @@ ReferenceModel make_reference(const TaskSpec& spec, uint64_t seed = kModelSeed);
 /// Draws the task's inputs on `device` under torch::manual_seed(seed). kernelbench: as KernelBench's
 /// get_inputs() does (uniform [0,1) floats, int64 class targets, a bool mask, symmetrized or
 /// triangular matrices, ...), bit for bit the same tensors for the same seed. stress: the task's
-/// stress set (describe_inputs says what it is). Same (spec, seed, set), same tensors.
+/// stress set (describe_inputs says what it is). outliers: KernelBench's draw with 1 in 2^6..2^12
+/// positions taken from a stress draw; mixture: blocks of 16..4096 elements, each from KernelBench's
+/// or the stress draw (the rate, block size and positions drawn from the seed; inputs with a
+/// restricted domain stay KernelBench's). Same (spec, seed, set), same tensors.
 Tensors make_inputs(const TaskSpec& spec, uint64_t seed, torch::Device device,
                     InputSet set = InputSet::kernelbench);
 

@@ -67,12 +67,17 @@ int64_t dtype_size(DType);
 /// Which distribution a task's inputs are drawn from. kernelbench: as KernelBench's get_inputs()
 /// draws them (mostly uniform [0,1)). stress: the task's own set, with signs and magnitudes well
 /// beyond [0,1) where the operator stays well defined in fp32 (reference/README.md lists them).
-enum class InputSet { kernelbench, stress };
+/// How a trial draws a task's inputs: KernelBench's draw; the task's stress set (signs and
+/// magnitudes beyond [0,1)); KernelBench's draw with a few outliers from the stress set at positions
+/// drawn from the seed; or KernelBench's and the stress draw mixed block by block (reference_model.h).
+enum class InputSet { kernelbench, stress, outliers, mixture };
 template <>
 struct EnumNames<InputSet> {
   static constexpr std::string_view what = "input set";
   static constexpr EnumEntry<InputSet> entries[] = {{InputSet::kernelbench, "kernelbench"},
-                                                    {InputSet::stress, "stress"}};
+                                                    {InputSet::stress, "stress"},
+                                                    {InputSet::outliers, "outliers"},
+                                                    {InputSet::mixture, "mixture"}};
 };
 std::string_view to_string(InputSet);
 InputSet parse_input_set(std::string_view);  // throws InputError naming the legal values

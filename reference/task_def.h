@@ -87,6 +87,11 @@ InputLaws every_input(InputLaw law);
 /// These laws, in input order, at every scale.
 InputLaws per_input(std::vector<InputLaw> laws);
 
+// The mixed input sets (input_mixes.cpp): InputSet::outliers and InputSet::mixture.
+Tensors make_mixed_inputs(const TaskSpec& spec, uint64_t seed, torch::Device device, InputSet set);
+std::string describe_mixed(const TaskSpec& spec, InputSet set);
+std::vector<InputDomain> mixed_domains(const TaskSpec& spec);
+
 // Helpers for family files.
 inline TensorSpec f32(std::string name, std::vector<int64_t> shape) {
   return {std::move(name), std::move(shape), DType::f32};

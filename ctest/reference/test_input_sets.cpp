@@ -1,4 +1,5 @@
-// The two input sets (reference_model.h). kernelbench: torch::rand under the seed, bit for bit.
+// The input sets (reference_model.h; the mixes: test_input_mixes.cpp). kernelbench: torch::rand
+// under the seed, bit for bit.
 // stress, for every task at small scale: finite, deterministic per seed, beyond [0,1) unless every
 // float input is a declared restricted domain, every input inside its declared domain, and a finite
 // reference output. Plus the properties the stress sets exist for (one-sign slices for the
@@ -77,7 +78,7 @@ bool all_equal(const Tensors& a, const Tensors& b) {
 }
 
 TEST(InputSets, NamesRoundTripAndAnUnknownOneIsAnInputError) {
-  for (auto set : {InputSet::kernelbench, InputSet::stress})
+  for (auto set : {InputSet::kernelbench, InputSet::stress, InputSet::outliers, InputSet::mixture})
     EXPECT_EQ(parse_input_set(to_string(set)), set);
   EXPECT_EQ(to_string(InputSet::stress), "stress");
   try {
