@@ -16,7 +16,7 @@ inline void add_eval_flags(CLI::App* cmd, EvalFlags& f) {
   cmd->add_option("--mode", f.mode, "timing: fast (5 samples), full (50) or adaptive")->capture_default_str();
   cmd->add_option("--tolerance", f.tolerance, "strict (atol=rtol=1e-4) or legacy (1e-2)")->capture_default_str();
   cmd->add_option("--inputs", f.inputs,
-                  "robust (KernelBench's inputs plus a stress trial) or kernelbench (KernelBench's only)")
+                  "robust (KernelBench's inputs, a stress trial and mixes of the two) or kernelbench (KernelBench's only)")
       ->capture_default_str();
   cmd->add_option("--reward", f.reward, "speedup, composite[:alpha,beta,gamma,r_max], normalized or threshold:T")->capture_default_str();
   cmd->add_option("--precision", f.precision, "reduced precision: allow, flag or reject")->capture_default_str();

@@ -306,7 +306,7 @@ EvalRecord Evaluator::finish(const TaskSpec& spec, const KeyedCandidate& keyed_c
   job.candidate = candidate;
   job.cubin = compiled.module.cubin;
   job.check.trials = settings_.trials;
-  job.check.stress_trial = settings_.inputs == InputChecks::robust;
+  job.check.robust_inputs = settings_.inputs == InputChecks::robust;
   job.check.atol = settings_.atol;
   job.check.rtol = settings_.rtol;
   job.check.secret = impl_->secret;
@@ -336,6 +336,7 @@ EvalRecord Evaluator::finish(const TaskSpec& spec, const KeyedCandidate& keyed_c
   record.outcome = result.outcome;
   record.outcome_detail = result.detail;
   record.trials = result.trials;
+  record.gpu_stage_ms = result.stage_ms;
   if (!result.reference_ms.empty()) {
     record.reference = summarize(result.reference_ms);
     impl_->reference[spec.id] = *record.reference;

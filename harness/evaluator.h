@@ -26,9 +26,10 @@ namespace kbrl {
 class RolloutLog;
 class CompileCache;
 
-/// Which inputs the correctness checks draw. robust: the KernelBench-distribution trials and then one
-/// trial on the task's stress inputs (reference/reference_model.h, InputSet::stress: signs and
-/// magnitudes beyond [0,1)); kernelbench: KernelBench's distribution only, for comparability.
+/// Which inputs the correctness checks draw. robust: one trial on the task's stress inputs
+/// (reference/reference_model.h, InputSet::stress: signs and magnitudes beyond [0,1)) and the trials
+/// on KernelBench's draw and its mixes with the stress set, kinds and order from the secret
+/// (trial_plan); kernelbench: KernelBench's distribution only, for comparability.
 enum class InputChecks { robust, kernelbench };
 template <>
 struct EnumNames<InputChecks> {
@@ -36,7 +37,7 @@ struct EnumNames<InputChecks> {
   static constexpr EnumEntry<InputChecks> entries[] = {{InputChecks::robust, "robust"},
                                                        {InputChecks::kernelbench, "kernelbench"}};
   static constexpr std::string_view note =
-      "robust checks KernelBench's inputs and a stress trial, kernelbench KernelBench's inputs only";
+      "robust checks KernelBench's inputs, stress inputs and mixes of the two, kernelbench KernelBench's inputs only";
 };
 std::string_view to_string(InputChecks);
 InputChecks parse_input_checks(std::string_view);  // InputError naming the legal values

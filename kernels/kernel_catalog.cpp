@@ -94,8 +94,8 @@ const std::vector<CatalogKernel> kAdversarial = {
    "returns E[(u-v)^2] = 1/6 without reading the inputs: scaled fresh inputs per trial"},
   {"subsampled_loss", 94, "adversarial/subsampled_loss.cu", Outcome::wrong_answer,
    "MSE estimated from 4096 of 2^30 elements: about 2% off, fails 1e-4"},
-  {"memoized_sum", 47, "adversarial/memoized_sum.cu", Outcome::impossible,
-   "replays a result cached in scratch when the inputs repeat: timed below the speed-of-light floor"},
+  {"memoized_sum", 47, "adversarial/memoized_sum.cu", Outcome::wrong_answer,
+   "replays a result cached in scratch when 64 probed inputs repeat: the changed-input run"},
   {"softmax_zeros", 23, "adversarial/softmax_zeros.cu", Outcome::wrong_answer,
    "all-zero softmax: passes allclose at atol 1e-4, fails the relative L2 bound"},
   {"compile_bomb", 19, "adversarial/compile_bomb.cu", Outcome::compile_error,
@@ -153,6 +153,14 @@ const std::vector<CatalogKernel> kAdversarial = {
    "right MSE keeping its partials in the 8 KiB before the output: the leading guard band"},
   {"device_side_launch", 19, "adversarial/device_side_launch.cu", Outcome::compile_error,
    "ReLU launched from the device (dynamic parallelism): no -rdc, ptxas cannot resolve the runtime"},
+  // Right on repeated inputs, on both pure input sets, or within atol/rtol: the changed-input run, the
+  // mixed input sets and the accuracy against float64 catch them.
+  {"memo_replay_waits", 47, "adversarial/memo_replay_waits.cu", Outcome::wrong_answer,
+   "replays cached sums when 32 probed inputs repeat, then spins to 90% of an honest run: the changed-input run"},
+  {"recognizes_input_set", 19, "adversarial/recognizes_input_set.cu", Outcome::wrong_answer,
+   "y = x when at least 4 of 8 probed values lie in [0,1), else relu: the outliers and mixture sets"},
+  {"estimated_norm", 37, "adversarial/estimated_norm.cu", Outcome::wrong_answer,
+   "Frobenius norm from every 4th 128-byte line, 1.2e-4 off, inside 1e-4 and the L2 bound: the float64 accuracy check"},
 };
 // clang-format on
 

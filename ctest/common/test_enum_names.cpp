@@ -62,7 +62,7 @@ TEST(EnumNames, EveryTableRoundTrips) {
   expect_round_trip(DType::b8);
   expect_round_trip(Scale::small, parse_scale);
   expect_round_trip(Family::attention, parse_family);
-  expect_round_trip(InputSet::stress, parse_input_set);
+  expect_round_trip(InputSet::mixture, parse_input_set);
   expect_round_trip(ArgKind::i64, parse_arg_kind);
   expect_round_trip(ActionKind::text, parse_action_kind);
   expect_round_trip(TextStyle::file, parse_text_style);
@@ -104,7 +104,7 @@ TEST(EnumNames, BadNameIsInputErrorNamingTheLegalValues) {
   // A table's note follows the list.
   EXPECT_EQ(parse_error<InputChecks>("all"),
             "unknown input checks 'all' (expected robust, kernelbench): robust checks "
-            "KernelBench's inputs and a stress trial, kernelbench KernelBench's inputs only");
+            "KernelBench's inputs, stress inputs and mixes of the two, kernelbench KernelBench's inputs only");
   // The public wrappers throw the same error.
   try {
     parse_family("matmul");

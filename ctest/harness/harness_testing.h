@@ -51,8 +51,8 @@ inline EvalRecord sample_record(const std::string& key = "0123456789abcdef012345
   r.candidate.launches = {launch};
   r.candidate.options = {"--use_fast_math"};
   r.compile = {true, "warning: unused variable", 0.25, false, {"fast-math: __expf"}};
-  r.trials = {{0, "trial-0", true, 0.0, 0.0, ""},
-              {1, "trial-1", true, 1.5e-7, 2.5e-7, ""}};
+  r.trials = {{0, "trial-0", true, 0.0, 0.0, "", 1.25e-7, 5e-8},
+              {1, "stress-1", true, 1.5e-7, 2.5e-7, "", std::nullopt, std::nullopt}};
   r.runtime = RuntimeStats{5, 0.5, 0.52, 0.025, 0.5, 0.56, 0.5, 0.54, 0.04};
   r.reference = RuntimeStats{5, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.0};
   r.speedup = 2.0;
@@ -65,6 +65,7 @@ inline EvalRecord sample_record(const std::string& key = "0123456789abcdef012345
   r.device = "NVIDIA H100 80GB HBM3";
   r.kbrl_version = "0.1.0";
   r.timestamp = "2026-03-05T12:34:56.789Z";
+  r.gpu_stage_ms = {{"load", 0.5}, {"check", 20.25}, {"accuracy", 3.5}, {"time", 12.0}};
   return r;
 }
 

@@ -75,6 +75,12 @@ constexpr const char* kGolden = R"({
   "flags": [
     "reduced_precision"
   ],
+  "gpu_stage_ms": {
+    "accuracy": 3.5,
+    "check": 20.25,
+    "load": 0.5,
+    "time": 12.0
+  },
   "inputs": "robust",
   "kbrl_version": "0.1.0",
   "key": "0123456789abcdef0123456789abcdef",
@@ -117,6 +123,8 @@ constexpr const char* kGolden = R"({
   "timestamp": "2026-03-05T12:34:56.789Z",
   "trials": [
     {
+      "f64_error": 1.25e-07,
+      "f64_reference_error": 5e-08,
       "failure": "",
       "max_abs_error": 0.0,
       "max_rel_error": 0.0,
@@ -129,7 +137,7 @@ constexpr const char* kGolden = R"({
       "max_abs_error": 1.5e-07,
       "max_rel_error": 2.5e-07,
       "passed": true,
-      "seed_id": "trial-1",
+      "seed_id": "stress-1",
       "trial": 1
     }
   ]
@@ -259,7 +267,7 @@ TEST(EvalRecord, AbsentPolicyAndTimingsAreNull) {
 TEST(EvalRecord, NonFiniteNumbersAreWrittenAsStrings) {
   EvalRecord record = testing::sample_record();
   record.trials[1] = {1, "trial-1", false, std::numeric_limits<double>::quiet_NaN(),
-                      std::numeric_limits<double>::infinity(), "output holds NaN"};
+                      std::numeric_limits<double>::infinity(), "output holds NaN", std::nullopt, std::nullopt};
   record.speedup = -std::numeric_limits<double>::infinity();
   const Json j = record;
   EXPECT_EQ(j.at("trials")[1].at("max_abs_error"), "nan");

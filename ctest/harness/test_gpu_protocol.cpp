@@ -50,7 +50,7 @@ TEST(GpuProtocol, JobRoundTrip) {
   EXPECT_EQ(back.candidate, job.candidate);
   EXPECT_EQ(back.cubin, job.cubin);
   EXPECT_EQ(back.check.trials, 3);
-  EXPECT_TRUE(back.check.stress_trial);
+  EXPECT_TRUE(back.check.robust_inputs);
   EXPECT_EQ(back.check.secret, job.check.secret);
   EXPECT_DOUBLE_EQ(back.check.atol, 1e-2);
   EXPECT_EQ(back.timing.stop, job.timing.stop);
@@ -62,12 +62,17 @@ TEST(GpuProtocol, ResultRoundTripKeepsNonFiniteErrors) {
   GpuJobResult r;
   r.outcome = Outcome::wrong_answer;
   r.detail = "trial 0: 3 of 10 output elements are NaN";
-  r.trials = {{0, "trial-0", false, INFINITY, INFINITY, "NaN"}};
+  r.trials = {{0, "trial-0", false, INFINITY, INFINITY, "NaN", std::nullopt, std::nullopt}};
   r.candidate_ms = {1.5, 1.25};
   r.reference_ms = {1.0, 1.0};
   r.timed_runs_checked = 2;
   r.restart_worker = true;
+  r.stage_ms = {{"load", 1.5}, {"check", 20.25}, {"accuracy", 3.0}};
+  r.trials[0].f64_error = 2e-7;
   const GpuJobResult back = nlohmann::json(r).get<GpuJobResult>();
+  EXPECT_EQ(back.stage_ms, r.stage_ms);
+  EXPECT_EQ(back.trials[0].f64_error, 2e-7);
+  EXPECT_FALSE(back.trials[0].f64_reference_error.has_value());
   EXPECT_EQ(back.outcome, Outcome::wrong_answer);
   EXPECT_EQ(back.detail, r.detail);
   ASSERT_EQ(back.trials.size(), 1u);

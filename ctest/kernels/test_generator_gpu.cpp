@@ -3,6 +3,7 @@
 // and an unsafe one (fp16 compute) fails the strict tolerance.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
@@ -51,8 +52,13 @@ TEST_F(GeneratorGpu, SafeConfigurationsPassAtKernelBenchScale) {
     for (const auto& config : picks) {
       SCOPED_TRACE("task " + std::to_string(id) + " " + config.str());
       const EvalRecord r = evaluator().evaluate(g.generate(task, config), config.str(), "generator");
-      std::printf("task %3d  %-70s %-14s speedup %6.3f\n", id, config.str().c_str(),
-                  std::string(to_string(r.outcome)).c_str(), r.speedup);
+      const TrialCheck* accuracy = nullptr;
+      for (const auto& t : r.trials)
+        if (t.f64_error) accuracy = &t;
+      std::printf("task %3d  %-70s %-14s speedup %6.3f  f64 %9.3g ref %9.3g  %s\n", id, config.str().c_str(),
+                  std::string(to_string(r.outcome)).c_str(), r.speedup, accuracy ? *accuracy->f64_error : NAN,
+                  accuracy && accuracy->f64_reference_error ? *accuracy->f64_reference_error : NAN,
+                  std::string(to_string(task.family)).c_str());
       EXPECT_EQ(r.outcome, Outcome::ok) << r.outcome_detail;
     }
   }

@@ -51,7 +51,7 @@ bool contains(const std::string& text, const std::string& part) {
 
 TEST(KernelCatalog, ListsAreCompleteAndConsistent) {
   EXPECT_GE(known_good_kernels().size(), 12u);
-  EXPECT_GE(adversarial_kernels().size(), 41u);
+  EXPECT_GE(adversarial_kernels().size(), 47u);
   std::set<std::string> names;
   for (const auto& k : all_kernels()) {
     SCOPED_TRACE(k.name);
@@ -80,10 +80,12 @@ TEST(KernelCatalog, KnownGoodCoverEveryFamilyAsked) {
 TEST(KernelCatalog, AdversarialCoverEveryFailureOutcome) {
   std::set<Outcome> outcomes;
   for (const auto& k : adversarial_kernels()) outcomes.insert(k.expected);
+  // Not `impossible`: since every timed run draws inputs of its own, no kernel here gets under the
+  // speed-of-light floor (the memo that did is caught as a wrong answer now); the floor stays as a
+  // check behind the others and its rule is tested with the reward (test_reward.cpp).
   for (Outcome o : {Outcome::compile_error, Outcome::load_error, Outcome::launch_error,
                     Outcome::runtime_error, Outcome::timeout, Outcome::wrong_answer,
-                    Outcome::nondeterministic, Outcome::input_mutated, Outcome::guard_violation,
-                    Outcome::impossible})
+                    Outcome::nondeterministic, Outcome::input_mutated, Outcome::guard_violation})
     EXPECT_TRUE(outcomes.count(o)) << to_string(o);
 }
 
@@ -213,13 +215,14 @@ TEST(KernelCatalog, StressTrialKernelsHaveSignedStressInputs) {
 }
 
 // launch_counter_half_output starts cheating right after the check runs (2 per trial, the stress
-// trial included), so its first cheating run is a warm-up or a timed run, never a checked one.
+// trial included, and one on changed inputs), so its first cheating run is a warm-up or a timed run,
+// never a checked one.
 TEST(KernelCatalog, LaunchCounterCheatsRightAfterTheChecks) {
   const CatalogKernel* k = find_catalog_kernel("launch_counter_half_output");
   ASSERT_NE(k, nullptr);
   const EvalSettings settings;
   const int trials = settings.trials + (settings.inputs == InputChecks::robust ? 1 : 0);
-  const std::string define = fmt::format("#define CHECK_RUNS {}\n", 2 * trials);
+  const std::string define = fmt::format("#define CHECK_RUNS {}\n", 2 * trials + 1);
   EXPECT_TRUE(contains(kernel_source(*k), define)) << "expected " << define;
 }
 

@@ -256,7 +256,7 @@ int main(int argc, char** argv) {
   app.add_option("--mode", o.mode, "timing mode of the evaluator: fast, full or adaptive")->capture_default_str();
   app.add_option("--tolerance", o.tolerance, "strict (1e-4) or legacy (1e-2, the reports' era)")->capture_default_str();
   app.add_option("--inputs", o.inputs,
-                 "robust (KernelBench's inputs plus a stress trial) or kernelbench (KernelBench's only)")
+                 "robust (KernelBench's inputs, a stress trial and mixes of the two) or kernelbench (KernelBench's only)")
       ->capture_default_str();
   app.add_option("--reward", o.reward,
                  "speedup (gated speedup), composite[:alpha,beta,gamma,r_max] (the GRPO report's Eq. 1, bare: "

@@ -1,6 +1,9 @@
 #include "compare_kernel.h"
 
+#include <algorithm>
 #include <vector>
+
+#include <kbrl/error.h>
 
 #include <harness/compile/nvrtc_check.h>
 
@@ -87,6 +90,31 @@ kbrl_fingerprint(const unsigned int* __restrict__ words, long long bytes, unsign
   for (int offset = 16; offset > 0; offset /= 2) h += __shfl_down_sync(0xffffffffu, h, offset);
   if ((threadIdx.x & 31) == 0) atomicAdd(slot, h);
 }
+
+__device__ __forceinline__ unsigned long long kbrl_mix64(unsigned long long z) {  // splitmix64's finalizer
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// dst[j] = src[p(j)] ^ mask(j) for j < m, elements of 4 or 8 bytes: p(j) = j when position_key is 0,
+// else a keyed hash of j modulo n; mask(j) = 0 when mask_key is 0, else a keyed hash of j. Neither
+// positions nor masks are ever in memory: without the keys, dst holds values from unknown places.
+extern "C" __global__ void __launch_bounds__(256)
+kbrl_gather(const void* src, long long n, int elem_bytes, unsigned long long position_key,
+            unsigned long long mask_key, long long m, void* dst) {  // dst may be src (unmasking)
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < m; j += stride) {
+    const unsigned long long u = (unsigned long long)j;
+    const long long p = position_key ? (long long)(kbrl_mix64(position_key ^ u) % (unsigned long long)n) : j;
+    const unsigned long long mask = mask_key ? kbrl_mix64(mask_key + u) : 0ull;
+    if (elem_bytes == 8)
+      ((unsigned long long*)dst)[j] = ((const unsigned long long*)src)[p] ^ mask;
+    else
+      ((unsigned int*)dst)[j] = ((const unsigned int*)src)[p] ^ (unsigned int)mask;
+  }
+}
 )";
   return source;
 }
@@ -116,6 +144,7 @@ CompareKernel::CompareKernel(const std::string& arch) {
   KBRL_CU_CHECK(api.module_load_data_ex(module_.out(), cubin.data(), 0, nullptr, nullptr));
   KBRL_CU_CHECK(api.module_get_function(&function_, module_.get(), kCompareKernelName));
   KBRL_CU_CHECK(api.module_get_function(&fingerprint_, module_.get(), kFingerprintKernelName));
+  KBRL_CU_CHECK(api.module_get_function(&gather_, module_.get(), kGatherKernelName));
 }
 
 void CompareKernel::launch(CUdeviceptr out, CUdeviceptr ref, int64_t n, double atol, double rtol,
@@ -132,6 +161,18 @@ void CompareKernel::fingerprint(CUdeviceptr data, int64_t bytes, uint64_t key, C
   unsigned long long k = key;
   void* args[] = {&data, &count, &k, &slot};
   KBRL_CU_CHECK(cuda::driver().launch_kernel(fingerprint_, kBlocks, 1, 1, kThreads, 1, 1, 0, stream, args,
+                                             nullptr));
+}
+
+void CompareKernel::gather(CUdeviceptr src, int64_t n, int elem_bytes, uint64_t position_key, uint64_t mask_key,
+                           int64_t m, CUdeviceptr dst, CUstream stream) const {
+  KBRL_ASSERT(elem_bytes == 4 || elem_bytes == 8, "gather takes 4- or 8-byte elements, not {}", elem_bytes);
+  KBRL_ASSERT(n > 0 && (position_key != 0 || m <= n), "gather of {} elements from {}", m, n);
+  long long count = n, taken = m;
+  unsigned long long positions = position_key, masks = mask_key;
+  void* args[] = {&src, &count, &elem_bytes, &positions, &masks, &taken, &dst};
+  const auto blocks = static_cast<unsigned>(std::min<int64_t>(kBlocks, (m + kThreads - 1) / kThreads));
+  KBRL_CU_CHECK(cuda::driver().launch_kernel(gather_, std::max(blocks, 1u), 1, 1, kThreads, 1, 1, 0, stream, args,
                                              nullptr));
 }
 

@@ -6,8 +6,9 @@
 // In the same module, a keyed fingerprint: a 64-bit sum of splitmix64(key, position, 32-bit word)
 // over a buffer's bytes. Equal bytes give equal fingerprints; without the key, no candidate can make
 // different bytes collide on purpose. The harness uses it where it would otherwise keep a pristine
-// copy the candidate could find (inputs and parameters before and after a run) and to verify every
-// timed run's output without keeping a second copy of it.
+// copy the candidate could find (inputs and parameters before and after a run, two runs' outputs).
+// And a keyed gather: the values a timed run's output is compared at, taken from places drawn from a
+// key that never sits in memory (gpu/time.cpp).
 #include <cuda.h>
 
 #include <cstdint>
@@ -21,6 +22,7 @@ namespace kbrl {
 const std::string& compare_kernel_source();
 inline constexpr const char* kCompareKernelName = "kbrl_compare_f32";
 inline constexpr const char* kFingerprintKernelName = "kbrl_fingerprint";
+inline constexpr const char* kGatherKernelName = "kbrl_gather";
 
 /// What the kernel reports, per block, in this order (doubles).
 enum CompareStat { kNonFinite, kOutside, kMaxAbs, kMaxRel, kDiffSq, kRefSq, kCompareStats };
@@ -41,10 +43,19 @@ class CompareKernel {
   /// at `slot` (zero it first).
   void fingerprint(CUdeviceptr data, int64_t bytes, uint64_t key, CUdeviceptr slot, CUstream stream) const;
 
+  /// Enqueues dst[j] = src[p(j)] ^ mask(j) for j < m over elements of `elem_bytes` (4 or 8) bytes:
+  /// p(j) a keyed hash of j modulo n (j itself when position_key is 0), mask(j) a keyed hash of j (0
+  /// when mask_key is 0). What a timed run is compared at: no list of the positions exists anywhere,
+  /// and masked values are noise without the key (gathering them again with the same mask_key and
+  /// position_key 0 unmasks them).
+  void gather(CUdeviceptr src, int64_t n, int elem_bytes, uint64_t position_key, uint64_t mask_key, int64_t m,
+              CUdeviceptr dst, CUstream stream) const;
+
  private:
   cuda::Module module_;  // move-only; the functions below live as long as it
   CUfunction function_ = nullptr;
   CUfunction fingerprint_ = nullptr;
+  CUfunction gather_ = nullptr;
 };
 
 /// The CUBIN of the comparison kernel for `arch` (NVRTC; no GPU needed). Throws ApiError with the log.

@@ -1,5 +1,10 @@
 #include "gpu_session.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
 #include <kbrl/error.h>
 #include <kbrl/splitmix64.h>
 
@@ -11,6 +16,30 @@ uint64_t trial_seed(uint64_t secret, int task_id, int trial) {
   // Distinct per (task, trial), unpredictable without the secret; torch takes seeds as uint64:
   // keep it positive.
   return derive_seed(secret, {trial, task_id}) & 0x7FFFFFFFFFFFFFFFULL;
+}
+
+std::vector<TrialPlan> trial_plan(const CheckSettings& check, int task_id) {
+  std::vector<InputSet> kinds;
+  if (check.robust_inputs && check.trials > 0) {
+    constexpr InputSet kDrawn[] = {InputSet::kernelbench, InputSet::outliers, InputSet::mixture};
+    kinds.push_back(InputSet::stress);
+    for (int t = 0; t < check.trials; ++t)
+      kinds.push_back(t < 3 ? kDrawn[t] : kDrawn[trial_seed(check.secret, task_id, 3'000'000 + t) % 3]);
+    for (size_t i = kinds.size() - 1; i > 0; --i)  // Fisher-Yates under the secret
+      std::swap(kinds[i], kinds[trial_seed(check.secret, task_id, 4'000'000 + static_cast<int>(i)) % (i + 1)]);
+  } else {
+    kinds.assign(static_cast<size_t>(std::max(check.trials, 0)), InputSet::kernelbench);
+  }
+  std::vector<TrialPlan> plan;
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    const std::string_view name = kinds[k] == InputSet::kernelbench ? "trial" : to_string(kinds[k]);
+    plan.push_back({kinds[k], trial_seed(check.secret, task_id, static_cast<int>(k)), fmt::format("{}-{}", name, k)});
+  }
+  return plan;
+}
+
+size_t changed_input_trial(const CheckSettings& check, int task_id, size_t trials) {
+  return trials == 0 ? 0 : trial_seed(check.secret, task_id, 5'000'000) % trials;
 }
 
 int warmups_for(uint64_t secret, std::string_view candidate_key) {

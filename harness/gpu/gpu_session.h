@@ -3,6 +3,7 @@
 // candidate, checks it against the libtorch reference over fresh inputs, and times both. One session
 // per worker process; a sticky CUDA error means the process must be replaced (restart_worker).
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -27,8 +28,10 @@ struct DeviceInfo {
 };
 
 struct CheckSettings {
-  int trials = 5;           // trials on KernelBench-distribution inputs (InputSet::kernelbench)
-  bool stress_trial = false;  // and, before them, one on the task's stress inputs (InputSet::stress)
+  int trials = 5;  // trials on KernelBench's draw (or, with robust_inputs, on it and its mixes)
+  /// Besides them, one trial on the task's stress set, and the trials' kinds drawn from KernelBench's
+  /// draw and the two mixes (trial_plan).
+  bool robust_inputs = false;
   double atol = 1e-4;
   double rtol = 1e-4;
   uint64_t secret = 0;  // the run's secret: trial seeds and fingerprint keys derive from it
@@ -59,6 +62,9 @@ struct GpuJobResult {
   std::vector<double> reference_ms;  // paired with candidate_ms, sample by sample
   int64_t timed_runs_checked = 0;    // timed runs whose output was verified (all of them)
   bool restart_worker = false;  // a sticky CUDA error poisoned this process's context
+  /// Wall milliseconds of each step that ran: "load", "check" (of which "accuracy": the float64
+  /// computation), "time".
+  std::map<std::string, double> stage_ms;
 };
 
 class GpuSession {
@@ -92,9 +98,26 @@ class GpuSession {
 /// reason when not. Never throws.
 bool gpu_available(std::string* reason = nullptr);
 
-/// The trial seed for (secret, task, trial): what make_inputs is seeded with. The stress trial is
-/// trial -1.
+/// The seed for (secret, task, n): what make_inputs is seeded with for check trial n (its position in
+/// trial_plan); other draws of the protocol use n from 1,000,000 up (timed samples' inputs, orders).
 uint64_t trial_seed(uint64_t secret, int task_id, int trial);
+
+/// One check trial: its input set, its seed and its name in the record ("trial-0", "stress-3").
+struct TrialPlan {
+  InputSet set = InputSet::kernelbench;
+  uint64_t seed = 0;
+  std::string seed_id;
+};
+
+/// The check's trials for a task. Without robust_inputs: `trials` on KernelBench's draw. With it:
+/// one on the stress set and `trials` more, the first three KernelBench's draw, outliers and
+/// mixture and the others any of the three, all in an order drawn from the secret, so no candidate
+/// knows which kind of inputs comes when. Seeds from trial_seed(secret, task, position).
+std::vector<TrialPlan> trial_plan(const CheckSettings& check, int task_id);
+
+/// The trial (a position in trial_plan) after whose runs the candidate runs once more on the same
+/// inputs with a few values changed: drawn from the secret.
+size_t changed_input_trial(const CheckSettings& check, int task_id, size_t trials);
 
 /// The number of warm-up runs before timing, drawn from the secret and the candidate's record key
 /// (2 to 6), so a candidate cannot count its way to the first timed run.

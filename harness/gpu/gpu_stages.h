@@ -22,19 +22,16 @@ struct CandidateFault {
   bool drop_reference = false;  // the candidate wrote a parameter: rebuild the reference next time
 };
 
-/// What checking found. Trials run in order (the stress trial first when asked); checking stops at
-/// the first failure.
+/// What checking found. Trials run in trial_plan's order (gpu_session.h); checking stops at the first
+/// failure.
 struct CheckResult {
   std::vector<TrialCheck> trials;       // every trial compared, the failed one included
   std::optional<CandidateFault> fault;  // why checking failed (wrong_answer, input_mutated, ...)
-  /// Keyed fingerprints of the outputs of the last checked run (one per output): every timed run's
-  /// outputs must have exactly these bytes.
-  std::vector<int64_t> output_fingerprints;
 
   bool passed() const { return !fault; }
 };
 
-/// What timing measured on the last trial's inputs, sample by sample.
+/// What timing measured, sample by sample (each on inputs drawn for it).
 struct Timing {
   std::vector<double> candidate_ms;     // timed candidate runs (so far, when a fault stopped them)
   std::vector<double> reference_ms;     // the paired reference runs (empty when not timed)

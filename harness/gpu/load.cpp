@@ -88,6 +88,13 @@ JobState::JobState(const GpuJob& job, const TaskSpec& spec, ReferenceModel& mode
   bindings.scalars = &spec.scalars;
 }
 
+JobState::~JobState() {
+  try {
+    for (auto& o : outputs) o.poison();
+  } catch (const c10::Error&) {  // a context the candidate broke: the worker is replaced anyway
+  }
+}
+
 std::optional<CandidateFault> load_candidate(const GpuJob& job, LoadedCandidate& loaded) {
   const auto& api = cuda::driver();
   if (CUresult r = api.module_load_data_ex(loaded.module.out(), job.cubin.data(), 0, nullptr, nullptr);

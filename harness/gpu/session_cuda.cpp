@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include <harness/compile/compile.h>  // arch_for
@@ -156,26 +157,38 @@ GpuJobResult GpuSession::run_checked(const GpuJob& job) {
   torch::NoGradGuard no_grad;
   GpuJobResult result;
   const TaskSpec spec = task_spec(job.task_id, job.scale);
+  s.stage_ms.clear();
+  ++s.jobs_run;
+  auto clock = std::chrono::steady_clock::now();
+  auto stage_done = [&](const char* stage) {  // each step ends synchronized with the device
+    const auto now = std::chrono::steady_clock::now();
+    s.stage_ms[stage] += std::chrono::duration<double, std::milli>(now - clock).count();
+    clock = now;
+    result.stage_ms = s.stage_ms;
+  };
   auto fail = [&](const gpu::CandidateFault& f) {
     result.outcome = f.outcome;
     result.detail = f.detail;
     result.restart_worker = f.sticky;
-    if (f.drop_reference) s.references.erase({spec.id, spec.scale});
+    if (f.drop_reference) s.drop_references(spec);
     return result;
   };
 
   gpu::JobState state(job, spec, s.reference(spec));
   if (auto fault = gpu::load_candidate(job, state.loaded)) return fail(*fault);
   if (auto fault = gpu::bind_buffers(s.device, state)) return fail(*fault);
+  stage_done("load");
 
   gpu::CheckResult check = gpu::check_candidate(s, state);
   result.trials = std::move(check.trials);
+  stage_done("check");
   if (!check.passed()) return fail(*check.fault);
   if (job.timing.stop.max_samples <= 0) return result;  // checks only (benchmarks)
 
-  gpu::Timing timing = gpu::time_candidate(s, state, check.output_fingerprints);
+  gpu::Timing timing = gpu::time_candidate(s, state);
   result.candidate_ms = std::move(timing.candidate_ms);
   result.reference_ms = std::move(timing.reference_ms);
+  stage_done("time");
   if (timing.fault) return fail(*timing.fault);
   result.timed_runs_checked = timing.timed_runs_checked;
   return result;

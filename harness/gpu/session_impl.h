@@ -7,7 +7,9 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <limits>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -24,6 +26,14 @@
 
 namespace kbrl {
 
+/// What the accuracy check knows of one output of a trial's inputs, from one float64 computation
+/// (gpu/accuracy.h): the float64 answer's norm and the float32 reference's relative L2 error
+/// against it. NaN where not measured.
+struct AccuracyBase {
+  double exact_norm = std::numeric_limits<double>::quiet_NaN();
+  double reference_error = std::numeric_limits<double>::quiet_NaN();
+};
+
 struct GpuSession::Impl {
   int device_index = 0;
   torch::Device device{torch::kCUDA, 0};
@@ -31,6 +41,10 @@ struct GpuSession::Impl {
   c10::cuda::CUDAStream stream = c10::cuda::getDefaultCUDAStream();
   torch::Tensor l2_flush;  // 2x L2, written before every timed sample
   std::map<std::pair<int, Scale>, ReferenceModel> references;
+  std::map<std::pair<int, Scale>, ReferenceModel> references64;  // the same in float64 (accuracy.h)
+  /// Per (task, scale, trial seed): two numbers per output, computed once (the trial's inputs are the
+  /// same for every candidate of a run); no answer is kept.
+  std::map<std::tuple<int, Scale, uint64_t>, std::vector<AccuracyBase>> accuracy_bases;
   std::unique_ptr<CompareKernel> compare;
   std::pair<int, Scale> last_task{0, Scale::kernelbench};
   cuda::Event start, stop;  // created once the context is current
@@ -47,6 +61,29 @@ struct GpuSession::Impl {
     }
     return it->second;
   }
+
+  /// The task's reference with float64 parameters: what the accuracy check computes against.
+  ReferenceModel& reference64(const TaskSpec& spec) {
+    auto key = std::make_pair(spec.id, spec.scale);
+    auto it = references64.find(key);
+    if (it == references64.end()) {
+      ReferenceModel model = make_reference(spec);
+      model.module->to(torch::kFloat64);
+      model.to(device);
+      it = references64.emplace(key, std::move(model)).first;
+    }
+    return it->second;
+  }
+  /// Forgets a task's references (a candidate wrote their parameters).
+  void drop_references(const TaskSpec& spec) {
+    references.erase({spec.id, spec.scale});
+    references64.erase({spec.id, spec.scale});
+  }
+
+  std::map<std::string, double> stage_ms;  // the current job's steps (GpuJobResult::stage_ms)
+  /// Jobs this session has run: the timed samples' inputs differ from job to job (time.cpp), so no
+  /// candidate meets inputs an earlier candidate's runs saw.
+  uint64_t jobs_run = 0;
 
   void flush_l2() { l2_flush.zero_(); }
 
@@ -108,6 +145,8 @@ struct JobState {
   JobState(const GpuJob& job, const TaskSpec& spec, ReferenceModel& model);
   JobState(const JobState&) = delete;
   JobState& operator=(const JobState&) = delete;
+  /// Poisons the outputs: what the candidate wrote does not outlive its job in the allocator's cache.
+  ~JobState();
 
   const GpuJob& job;
   const TaskSpec& spec;
@@ -118,7 +157,7 @@ struct JobState {
   Bindings bindings;
   std::vector<GuardedOutput> outputs;
   std::vector<torch::Tensor> raw_outputs;  // the outputs' bytes, for fingerprints
-  Tensors inputs;                          // the current trial's; the last trial's stay for timing
+  Tensors inputs;                          // the current trial's or timed sample's
   // Keyed fingerprints instead of pristine copies (compare_kernel.h): nothing the candidate could
   // find by pointer arithmetic holds its inputs' original bytes or the reference's answer.
   const uint64_t input_key, param_key, output_key;
@@ -141,6 +180,17 @@ std::optional<CandidateFault> synchronize(CUstream stream);
 // --- check (gpu/check.cpp) ---
 /// The trials: runs, compares with the reference, verifies inputs, parameters and determinism.
 CheckResult check_candidate(GpuSession::Impl& session, JobState& state);
+/// Enqueues the comparison of one output with the reference's into `partials` ([kBlocks,
+/// kCompareStats] float64 on the device): the comparison kernel for float32, an exact count of
+/// differing elements (row 0) otherwise. Nothing is read back.
+void enqueue_compare(const torch::Tensor& out, const torch::Tensor& ref, const CheckSettings& settings,
+                     const CompareKernel& kernel, CUstream stream, const torch::Tensor& partials);
+/// The verdict from one comparison's per-block partials summed (`totals`) and maximised (`maxima`)
+/// over the blocks (kCompareStats values each): NaN/Inf, allclose, then the relative L2 bound.
+TrialCheck judge_compare(const double* totals, const double* maxima, int64_t n, bool floating,
+                         const CheckSettings& settings);
+/// The keyed fingerprints of `tensors` (key, key + 1, ...), read back to the host.
+std::vector<int64_t> fingerprints(GpuSession::Impl& session, const std::vector<torch::Tensor>& tensors, uint64_t key);
 /// Adds the keyed fingerprint of `t`'s bytes (its own bytes when contiguous, else its whole storage)
 /// to slot `index` of the int64 tensor `slots` (compare_kernel.h), on the stream.
 void fingerprint_into(const torch::Tensor& t, uint64_t key, const torch::Tensor& slots, int64_t index,
@@ -149,10 +199,9 @@ void fingerprint_into(const torch::Tensor& t, uint64_t key, const torch::Tensor&
 void poison_tensor(torch::Tensor& t);
 
 // --- time (gpu/time.cpp) ---
-/// Paired timed runs on the last trial's inputs, each run's outputs verified against
-/// `checked_fingerprints` (CheckResult::output_fingerprints).
-Timing time_candidate(GpuSession::Impl& session, JobState& state,
-                      const std::vector<int64_t>& checked_fingerprints);
+/// Paired timed runs, each on inputs drawn for it, each run's outputs compared with the reference of
+/// its own inputs.
+Timing time_candidate(GpuSession::Impl& session, JobState& state);
 
 }  // namespace gpu
 }  // namespace kbrl

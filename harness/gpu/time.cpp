@@ -1,17 +1,49 @@
-// The time step: timed candidate runs on the last trial's inputs, each paired with a reference run,
-// and each run's outputs verified against the checked run's.
+// The time step: timed candidate runs, each on inputs drawn fresh for it (no earlier run saw them),
+// each paired with a timed reference run on the same inputs, and each run's outputs compared with
+// the reference of its own inputs at places drawn from the secret.
 #include <algorithm>
+
+#include <kbrl/splitmix64.h>
 
 #include "session_impl.h"
 
 namespace kbrl::gpu {
 
-// Warm-ups (a number drawn from the secret), then samples, each after an L2 flush with the outputs
-// poisoned before it. Every timed run's output is fingerprinted right after it (outside the timed
-// region) and must be the checked output's bytes, so no timed run goes unchecked. Each sample is
-// paired with a reference run on the same inputs, before or after it in an order drawn from the
-// secret; the reference's output is poisoned as soon as it is timed.
-Timing time_candidate(GpuSession::Impl& s, JobState& st, const std::vector<int64_t>& checked_fp) {
+namespace {
+
+/// How many places of an output of n elements a timed run is compared at: every one up to 4,096,
+/// then n / 16, at most 2^20 (drawn with replacement). A run wrong at a fraction f of its outputs
+/// passes one sample with probability (1 - f)^m: 2^20 places catch f = 1e-5 with probability 1 - 3e-5.
+int64_t compared_places(int64_t n) {
+  return std::min<int64_t>(std::max<int64_t>(std::min<int64_t>(n, 4096), n / 16), int64_t{1} << 20);
+}
+
+/// Whether the sample also verifies that the candidate left its inputs and parameters as they were
+/// (only where the reference runs after it): a quarter of the samples, drawn from the secret. A
+/// candidate that rewrites them so that the reference after it agrees with a cheap answer is caught
+/// with probability 1 - (7/8)^(runs it cheats in), and must cheat in more than half of them to move
+/// the median.
+bool verifies_inputs(uint64_t secret, int task_id, int64_t sample) {
+  return trial_seed(secret, task_id, 7'000'000 + static_cast<int>(sample)) % 4 == 0;
+}
+
+/// The keys of one sample's gathers: where (never 0) and the reference's mask (never 0).
+struct SampleKeys {
+  uint64_t positions, mask;
+};
+
+}  // namespace
+
+// Warm-ups (a number drawn from the secret) on the last trial's inputs, then samples. Before each
+// sample the inputs are drawn afresh (KernelBench's distribution, a seed from the secret and the
+// session's job count): a result remembered from any earlier run, this candidate's or another's, is
+// of no use. Each sample times the candidate after an L2 flush, and the
+// reference on the same inputs before or after it (an order drawn from the secret). Right after the
+// reference, the harness gathers its outputs at places drawn from a per-sample key, masked with a
+// keyed noise, and poisons them: while the candidate runs, no reference answer for its inputs is in
+// memory, only noise from unknown places. After the candidate, the same places of its outputs are
+// gathered, the reference's values unmasked, and the two compared with the check's tolerances.
+Timing time_candidate(GpuSession::Impl& s, JobState& st) {
   const GpuJob& job = st.job;
   const TaskSpec& spec = st.spec;
   Timing result;
@@ -23,9 +55,6 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st, const std::vector<int64
   auto candidate_once = [&] {
     if (!fault) fault = enqueue(job, st.loaded, st.bindings, s.cu_stream());
   };
-  auto poison_outputs = [&] {
-    for (auto& o : st.outputs) o.poison();
-  };
   Tensors reference_out;
   auto reference_once = [&] { reference_out = st.model(st.inputs, st.scalars); };
   auto drop_reference_out = [&] {
@@ -33,7 +62,6 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st, const std::vector<int64
     reference_out.clear();
   };
   for (int i = 0; i < job.timing.warmups; ++i) {
-    poison_outputs();
     candidate_once();
     if (job.timing.time_reference) {
       reference_once();
@@ -42,39 +70,102 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st, const std::vector<int64
   }
   if (!fault) fault = synchronize(s.cu_stream());
   if (fault) return fail(*fault);
+
   const auto n_out = static_cast<int64_t>(st.outputs.size());
+  const auto n_in = static_cast<int64_t>(st.inputs.size());
+  const auto n_watched = n_in + static_cast<int64_t>(st.params.size());
   const int64_t capacity = std::max<int64_t>(job.timing.stop.max_samples, 1);
-  auto timed_fp = torch::zeros({capacity * n_out}, torch::TensorOptions().dtype(torch::kInt64).device(s.device));
+  const auto on_device = torch::TensorOptions().device(s.device);
+  auto partials = torch::empty({capacity, n_out, CompareKernel::kBlocks, kCompareStats}, on_device.dtype(torch::kFloat64));
+  auto watched_fp = torch::zeros({capacity, 2, std::max<int64_t>(n_watched, 1)}, on_device.dtype(torch::kInt64));
+  // Per output: the places compared, and the reference's and the candidate's values there.
+  std::vector<int64_t> places(static_cast<size_t>(n_out));
+  Tensors reference_values, candidate_values;
+  for (int64_t o = 0; o < n_out; ++o) {
+    const auto& out = st.outputs[o].tensor;
+    places[o] = compared_places(out.numel());
+    reference_values.push_back(torch::empty({places[o]}, out.options()));
+    candidate_values.push_back(torch::empty({places[o]}, out.options()));
+  }
+  auto gather = [&](const torch::Tensor& from, int64_t o, uint64_t position_key, uint64_t mask_key, torch::Tensor& to) {
+    s.compare->gather(reinterpret_cast<CUdeviceptr>(from.data_ptr()), from.numel(), static_cast<int>(from.element_size()),
+                      position_key, mask_key, places[o], reinterpret_cast<CUdeviceptr>(to.data_ptr()), s.cu_stream());
+  };
+
+  uint64_t nonce = s.jobs_run;  // this job's own inputs, even for a candidate evaluated before
+  const uint64_t sample_secret = job.check.secret ^ splitmix64(nonce);
   AdaptiveStop stop(job.timing.stop);
   int64_t sample = 0;
   bool stopped = false;
   while (!stopped && sample < capacity) {
-    const bool reference_first = (trial_seed(job.check.secret, spec.id, 1'000'000 + static_cast<int>(sample)) & 1) != 0;
-    auto time_reference = [&] {
-      result.reference_ms.push_back(s.timed_sample(reference_once));
+    const int draw = static_cast<int>(sample);
+    st.inputs = make_inputs(spec, trial_seed(sample_secret, spec.id, 2'000'000 + draw), s.device);
+    st.bindings.inputs = &st.inputs;
+    const SampleKeys keys{trial_seed(sample_secret, spec.id, 8'000'000 + draw) | 1,
+                          trial_seed(sample_secret, spec.id, 9'000'000 + draw) | 1};
+    const bool reference_first = (trial_seed(job.check.secret, spec.id, 1'000'000 + draw) & 1) != 0;
+    const bool watch_inputs = !reference_first && verifies_inputs(job.check.secret, spec.id, sample);
+    auto watch = [&](int64_t when) {  // the inputs' and parameters' keyed fingerprints, before or after
+      for (int64_t i = 0; i < n_in; ++i)
+        fingerprint_into(st.inputs[i], st.input_key + static_cast<uint64_t>(i), watched_fp[sample][when], i,
+                         *s.compare, s.cu_stream());
+      for (int64_t i = n_in; i < n_watched; ++i)
+        fingerprint_into(st.params[i - n_in], st.param_key + static_cast<uint64_t>(i - n_in), watched_fp[sample][when],
+                         i, *s.compare, s.cu_stream());
+    };
+    auto reference_step = [&](bool timed) {  // run, gather masked, poison
+      if (timed) result.reference_ms.push_back(s.timed_sample(reference_once));
+      else reference_once();
+      for (int64_t o = 0; o < n_out; ++o) {
+        torch::Tensor r = reference_out[o].contiguous();  // attention's output is a transposed view
+        gather(r, o, keys.positions, keys.mask, reference_values[o]);
+        if (!r.is_same(reference_out[o])) poison_tensor(r);
+      }
       drop_reference_out();
     };
-    if (job.timing.time_reference && reference_first) time_reference();
-    poison_outputs();
+    if (watch_inputs) watch(0);
+    if (reference_first) reference_step(job.timing.time_reference);
+    // No poison before a timed run: what the outputs hold is the previous run's answer to other
+    // inputs, wrong wherever the candidate leaves it, and guard bands written in any timed run stay
+    // written until the end (they used to be re-poisoned, which cost a write of every output).
     const double ms = s.timed_sample(candidate_once);
     if (fault) return fail(*fault);
-    for (int64_t o = 0; o < n_out; ++o)
-      fingerprint_into(st.raw_outputs[o], st.output_key + static_cast<uint64_t>(o), timed_fp, sample * n_out + o,
-                       *s.compare, s.cu_stream());
+    if (watch_inputs) watch(1);
+    if (!reference_first) reference_step(job.timing.time_reference);
+    for (int64_t o = 0; o < n_out; ++o) {
+      gather(st.outputs[o].tensor, o, keys.positions, 0, candidate_values[o]);
+      gather(reference_values[o], o, 0, keys.mask, reference_values[o]);  // unmasks in place
+      enqueue_compare(candidate_values[o], reference_values[o], job.check, *s.compare, s.cu_stream(),
+                      partials[sample][o]);
+    }
     result.candidate_ms.push_back(ms);
-    if (job.timing.time_reference && !reference_first) time_reference();
     ++sample;
     stopped = stop.add(ms);
   }
   if (auto late = synchronize(s.cu_stream())) return fail(*late);
-  const auto host_fp = timed_fp.cpu();
+
+  const auto fp = watched_fp.cpu();
   for (int64_t j = 0; j < sample; ++j)
-    for (int64_t o = 0; o < n_out; ++o)
-      if (host_fp[j * n_out + o].item<int64_t>() != checked_fp[o])
+    for (int64_t i = 0; i < n_watched; ++i)
+      if (fp[j][0][i].item<int64_t>() != fp[j][1][i].item<int64_t>())
+        return fail({Outcome::input_mutated,
+                     fmt::format("timed run {} of {} changed {} '{}'", j + 1, sample, i < n_in ? "input" : "parameter",
+                                 i < n_in ? spec.inputs[i].name : spec.parameters[i - n_in].name),
+                     /*sticky=*/false, /*drop_reference=*/i >= n_in});
+  const auto used = partials.narrow(0, 0, sample);
+  const auto totals = used.sum(2).cpu().contiguous();               // [sample, n_out, stats]
+  const auto maxima = std::get<0>(used.max(2)).cpu().contiguous();  // [sample, n_out, stats]
+  for (int64_t j = 0; j < sample; ++j)
+    for (int64_t o = 0; o < n_out; ++o) {
+      const int64_t at = (j * n_out + o) * kCompareStats;
+      const TrialCheck c = judge_compare(totals.data_ptr<double>() + at, maxima.data_ptr<double>() + at, places[o],
+                                         st.outputs[o].tensor.is_floating_point(), job.check);
+      if (!c.passed)
         return fail({Outcome::wrong_answer,
-                     fmt::format("timed run {} of {}: output '{}' differs from the checked output of the same "
-                                 "inputs (every timed run is verified)",
-                                 j + 1, sample, spec.outputs[o].name)});
+                     fmt::format("timed run {} of {} (on inputs drawn for it), output '{}' at {} places drawn from the "
+                                 "secret: {} (every timed run is compared with the reference of its own inputs)",
+                                 j + 1, sample, spec.outputs[o].name, places[o], c.failure)});
+    }
   for (size_t i = 0; i < st.outputs.size(); ++i)
     if (!st.outputs[i].guards_intact())
       return fail({Outcome::guard_violation,

@@ -141,6 +141,8 @@ void to_json(Json& j, const TrialCheck& t) {
        {f::max_abs_error, number(t.max_abs_error)},
        {f::max_rel_error, number(t.max_rel_error)},
        {f::failure, t.failure}};
+  if (t.f64_error) j[f::f64_error] = number(*t.f64_error);
+  if (t.f64_reference_error) j[f::f64_reference_error] = number(*t.f64_reference_error);
 }
 
 void from_json(const Json& j, TrialCheck& t) {
@@ -150,6 +152,8 @@ void from_json(const Json& j, TrialCheck& t) {
   t.max_abs_error = get_number(j, f::max_abs_error);
   t.max_rel_error = get_number(j, f::max_rel_error);
   t.failure = j.at(f::failure).get<std::string>();
+  if (j.contains(f::f64_error)) t.f64_error = get_number(j, f::f64_error);
+  if (j.contains(f::f64_reference_error)) t.f64_reference_error = get_number(j, f::f64_reference_error);
 }
 
 void to_json(Json& j, const EvalRecord& r) {
@@ -176,6 +180,7 @@ void to_json(Json& j, const EvalRecord& r) {
        {f::device, r.device},
        {f::kbrl_version, r.kbrl_version},
        {f::timestamp, r.timestamp}};
+  if (!r.gpu_stage_ms.empty()) j[f::gpu_stage_ms] = r.gpu_stage_ms;
   keep_exact_bytes(j);  // any bytes: a candidate's source, its compile log (json_text.h)
 }
 
@@ -210,6 +215,7 @@ void from_json(const Json& document, EvalRecord& r) {
   r.device = j.at(f::device).get<std::string>();
   r.kbrl_version = j.at(f::kbrl_version).get<std::string>();
   r.timestamp = j.at(f::timestamp).get<std::string>();
+  if (j.contains(f::gpu_stage_ms)) j.at(f::gpu_stage_ms).get_to(r.gpu_stage_ms);
 }
 
 EvalRecord record_from_json(const Json& j) {

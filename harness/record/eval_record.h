@@ -8,17 +8,20 @@
 //    "action": {"kind": "knobs" | "text", "code", "token_count", "prompt_version"},
 //    "candidate": {... kernels/candidate_json.h ...},
 //    "compile": {"ok", "log", "seconds", "cache_hit", "precision_findings": [...]},
-//    "trials": [{"trial", "seed_id", "passed", "max_abs_error", "max_rel_error", "failure"}],
+//    "trials": [{"trial", "seed_id", "passed", "max_abs_error", "max_rel_error", "failure",
+//                "f64_error"?, "f64_reference_error"?}],
 //    "runtime": RuntimeStats | null, "reference": RuntimeStats | null,
 //    "speedup", "speedup_ci": {"low", "high"} | null, "reward", "outcome": "<Outcome>",
 //    "outcome_detail", "flags": [...], "inputs": "robust" | "kernelbench",
-//    "device", "kbrl_version", "timestamp"}
+//    "device", "kbrl_version", "timestamp", "gpu_stage_ms"?: {"load", "check", "accuracy", "time"}}
+// (a field marked ? is written only when measured).
 // where RuntimeStats is {"n", "median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "q1_ms",
 // "q3_ms", "iqr_ms"}. A non-finite number (a NaN error, say) is written as the string "nan",
 // "inf" or "-inf" and read back as that value. A string that is not UTF-8 (a candidate's bytes, a
 // compile log quoting them) is written with U+FFFD and its exact bytes beside it, as
 // "<field>_base64" (json_text.h), and read back as those bytes.
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -67,6 +70,7 @@ inline constexpr const char* flags = "flags";
 inline constexpr const char* device = "device";
 inline constexpr const char* kbrl_version = "kbrl_version";
 inline constexpr const char* timestamp = "timestamp";
+inline constexpr const char* gpu_stage_ms = "gpu_stage_ms";
 // action
 inline constexpr const char* kind = "kind";
 inline constexpr const char* code = "code";
@@ -85,6 +89,8 @@ inline constexpr const char* passed = "passed";
 inline constexpr const char* max_abs_error = "max_abs_error";
 inline constexpr const char* max_rel_error = "max_rel_error";
 inline constexpr const char* failure = "failure";
+inline constexpr const char* f64_error = "f64_error";
+inline constexpr const char* f64_reference_error = "f64_reference_error";
 // RuntimeStats
 inline constexpr const char* n = "n";
 inline constexpr const char* median_ms = "median_ms";
@@ -124,6 +130,9 @@ struct TrialCheck {
   double max_abs_error = 0.0;
   double max_rel_error = 0.0;
   std::string failure;  // the first failing reason; empty when passed
+  /// The relative L2 error against a float64 computation of the same operator on the same inputs:
+  /// the candidate's, and the float32 reference's own (set on the trial that measured them).
+  std::optional<double> f64_error, f64_reference_error;
   bool operator==(const TrialCheck&) const = default;
 };
 
@@ -152,6 +161,8 @@ struct EvalRecord {
   std::string device;
   std::string kbrl_version;
   std::string timestamp;  // UTC, ISO 8601 (utc_timestamp())
+  /// Where the GPU job's wall time went, step by step (GpuJobResult::stage_ms); empty when no GPU ran.
+  std::map<std::string, double> gpu_stage_ms;
   bool operator==(const EvalRecord&) const = default;
 };
 

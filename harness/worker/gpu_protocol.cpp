@@ -113,7 +113,7 @@ void to_json(nlohmann::json& j, const GpuJob& job) {
        {"candidate", job.candidate},
        {"cubin_base64", base64_encode(job.cubin)},
        {"trials", job.check.trials},
-       {"stress_trial", job.check.stress_trial},
+       {"robust_inputs", job.check.robust_inputs},
        {"atol", job.check.atol},
        {"rtol", job.check.rtol},
        {"secret", job.check.secret},
@@ -125,7 +125,7 @@ void from_json(const nlohmann::json& j, GpuJob& job) {
   job.candidate = candidate_from_json(j.at("candidate"));
   job.cubin = base64_decode(j.at("cubin_base64").get<std::string>());
   j.at("trials").get_to(job.check.trials);
-  j.at("stress_trial").get_to(job.check.stress_trial);
+  j.at("robust_inputs").get_to(job.check.robust_inputs);
   j.at("atol").get_to(job.check.atol);
   j.at("rtol").get_to(job.check.rtol);
   j.at("secret").get_to(job.check.secret);
@@ -140,7 +140,8 @@ void to_json(nlohmann::json& j, const GpuJobResult& r) {
        {"candidate_ms", r.candidate_ms},
        {"reference_ms", r.reference_ms},
        {"timed_runs_checked", r.timed_runs_checked},
-       {"restart_worker", r.restart_worker}};
+       {"restart_worker", r.restart_worker},
+       {"stage_ms", r.stage_ms}};
 }
 void from_json(const nlohmann::json& j, GpuJobResult& r) {
   r.outcome = parse_outcome(j.at("outcome").get<std::string>());
@@ -150,6 +151,7 @@ void from_json(const nlohmann::json& j, GpuJobResult& r) {
   j.at("reference_ms").get_to(r.reference_ms);
   j.at("timed_runs_checked").get_to(r.timed_runs_checked);
   r.restart_worker = j.value("restart_worker", false);
+  if (j.contains("stage_ms")) j.at("stage_ms").get_to(r.stage_ms);
 }
 
 nlohmann::json handle_gpu_request(GpuSession& session, const nlohmann::json& request) {

@@ -1,18 +1,18 @@
 // Adversarial (task 19, expected wrong_answer by the check of every timed run): a ReLU that counts
 // its own launches in a __device__ counter (the module stays loaded for the whole job) and, once
-// the checks are over, does half the work: from its 13th run on (the checks take 12 runs: 5
-// KernelBench trials and the stress trial, 2 runs each) it writes only the first half of y, and
+// the checks are over, does half the work: from its 14th run on (the checks take 13 runs: 6
+// trials of 2 runs each and one more on changed inputs) it writes only the first half of y, and
 // the warm-ups and timed runs cost half as much. KernelBench checks correctness in runs of its own
 // and never looks at what the timed runs wrote; kbrl before this change checked only the output of
 // the last timed run, after a fixed number of warm-ups (3) and samples (5), which a kernel can
 // count to. Now the warm-up count is drawn from the run's secret and the output of every timed
-// run is compared with the checked output of those inputs: the first timed run (its unwritten half
-// is poison) fails. A kernel tuned to the old count of check runs (10) would fail in a check trial
+// run is compared with the reference of its own inputs: the first timed run (its unwritten half is
+// poison) fails. A kernel tuned to the old count of check runs (10) would fail in a check trial
 // instead, with the same outcome.
 // kbrl: launch relu_or_half grid=min(cdiv(numel(x),1024),16384) block=256 args=in:x,out:y,i64:numel(x)
 // kbrl: launch count_launch grid=1 block=1 args=i64:numel(x)
 
-#define CHECK_RUNS 12
+#define CHECK_RUNS 13
 
 __device__ unsigned long long launches;  // runs completed so far in this job
 

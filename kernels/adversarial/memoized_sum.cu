@@ -1,10 +1,13 @@
-// Adversarial (task 47, expected impossible): a sum over dim 1 that memoizes its result across
-// launches. It fingerprints 64 spread-out input values in a scratch buffer; when a launch sees the
-// same fingerprint as the last one, it copies the cached 2 MB result instead of reading the 8 GiB
-// input. Every output is right (the inputs really are the same), and the checks' second run per trial
-// takes the shortcut unnoticed. But the timed runs, which repeat the same inputs, finish far faster
-// than reading the input once allows: the speed-of-light floor (minimum bytes / measured bandwidth)
-// must flag the timing as impossible and give no reward.
+// Adversarial (task 47, expected wrong_answer by the changed-input run): a sum over dim 1 that
+// memoizes its result across launches. It fingerprints 64 spread-out input values in a scratch
+// buffer; when a launch sees the same fingerprint as the last one, it copies the cached 2 MB result
+// instead of reading the 8 GiB input. Every output is right while the inputs really are the same (the
+// checks' second run per trial takes the shortcut unnoticed). Before timed runs drew fresh inputs,
+// the timed runs repeated the last trial's inputs and finished below the speed-of-light floor
+// (`impossible`). Now every timed run has inputs of its own, so the memo never hits there, and after
+// one trial the evaluator runs it again with 1 in 4096 input values changed at positions drawn from
+// the secret: the fingerprint's 64 positions almost surely miss them (about 1 in 60 catches one), the
+// stale sums are replayed, and the answer is wrong.
 // kbrl: scratch memo bytes=16+64*4+numel(y)*4
 // kbrl: launch look_up grid=1 block=64 args=in:x,scratch:memo,i64:numel(x)
 // kbrl: launch sum_or_replay grid=cdiv(size(x,2),128),size(x,0) block=128 args=in:x,out:y,scratch:memo,i32:size(x,1),i32:size(x,2)

@@ -1,0 +1,109 @@
+// What the check runs, without a GPU: the trial plan (gpu_session.h) and the accuracy limit against
+// float64 (gpu/accuracy.h).
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+
+#include <harness/gpu/accuracy.h>
+#include <harness/gpu/gpu_session.h>
+
+namespace kbrl {
+namespace {
+
+std::map<InputSet, int> kinds(const std::vector<TrialPlan>& plan) {
+  std::map<InputSet, int> count;
+  for (const auto& p : plan) ++count[p.set];
+  return count;
+}
+
+TEST(TrialPlan, KernelBenchChecksDrawOnlyKernelBenchInputs) {
+  CheckSettings check;
+  check.trials = 4;
+  check.secret = 3;
+  const auto plan = trial_plan(check, 19);
+  ASSERT_EQ(plan.size(), 4u);
+  for (size_t k = 0; k < plan.size(); ++k) {
+    EXPECT_EQ(plan[k].set, InputSet::kernelbench);
+    EXPECT_EQ(plan[k].seed_id, "trial-" + std::to_string(k));
+    EXPECT_EQ(plan[k].seed, trial_seed(3, 19, static_cast<int>(k)));
+  }
+}
+
+TEST(TrialPlan, RobustChecksRunEveryKindInAnOrderDrawnFromTheSecret) {
+  CheckSettings check;
+  check.trials = 5;
+  check.robust_inputs = true;
+  std::set<std::vector<InputSet>> orders;
+  std::set<InputSet> first;
+  for (uint64_t secret = 0; secret < 64; ++secret) {
+    check.secret = secret;
+    const auto plan = trial_plan(check, 23);
+    ASSERT_EQ(plan.size(), 6u);
+    const auto count = kinds(plan);
+    EXPECT_EQ(count.at(InputSet::stress), 1);
+    EXPECT_GE(count.at(InputSet::kernelbench), 1);
+    EXPECT_GE(count.at(InputSet::outliers), 1);
+    EXPECT_GE(count.at(InputSet::mixture), 1);
+    std::vector<InputSet> order;
+    std::set<uint64_t> seeds;
+    for (const auto& p : plan) {
+      order.push_back(p.set);
+      seeds.insert(p.seed);
+    }
+    EXPECT_EQ(seeds.size(), plan.size()) << "two trials share a seed";
+    orders.insert(order);
+    first.insert(plan.front().set);
+    EXPECT_EQ(trial_plan(check, 23).front().seed_id, plan.front().seed_id) << "not deterministic";
+    EXPECT_LT(changed_input_trial(check, 23, plan.size()), plan.size());
+  }
+  EXPECT_GT(orders.size(), 20u) << "the order hardly depends on the secret";
+  EXPECT_EQ(first.size(), 4u) << "some kind never comes first";
+  check.secret = 5;
+  const auto plan = trial_plan(check, 23);
+  for (size_t k = 0; k < plan.size(); ++k) {
+    const std::string name = plan[k].set == InputSet::kernelbench ? "trial" : std::string(to_string(plan[k].set));
+    EXPECT_EQ(plan[k].seed_id, name + "-" + std::to_string(k));
+  }
+}
+
+TEST(TrialPlan, FewTrialsStillStartWithKernelBenchsDraw) {
+  CheckSettings check;
+  check.robust_inputs = true;
+  check.trials = 1;
+  const auto count = kinds(trial_plan(check, 1));
+  EXPECT_EQ(count.size(), 2u);
+  EXPECT_EQ(count.at(InputSet::kernelbench), 1);
+  EXPECT_EQ(count.at(InputSet::stress), 1);
+  check.trials = 0;
+  EXPECT_TRUE(trial_plan(check, 1).empty());
+}
+
+TEST(AccuracyLimit, AnEstimateFailsAndHonestRoundingPasses) {
+  // An exact reference (ReLU): only the float32 floor counts.
+  EXPECT_FALSE(accuracy_failure(Family::elementwise, 0.0, 0.0));
+  EXPECT_FALSE(accuracy_failure(Family::elementwise, 4 * kAccuracyFloor, 0.0));
+  EXPECT_TRUE(accuracy_failure(Family::elementwise, 100 * kAccuracyFloor, 0.0));
+  // estimated_norm (kernels/adversarial/) against the H100's measurement: 1.2e-4 against 4.6e-8.
+  const auto failure = accuracy_failure(Family::norm, 1.2e-4, 4.6e-8);
+  ASSERT_TRUE(failure.has_value());
+  EXPECT_NE(failure->find("2013 times"), std::string::npos) << *failure;
+  EXPECT_NE(failure->find("norm kernels may be 1024 times"), std::string::npos) << *failure;
+  // Partials added into one float: a few hundred times the reference's error, honest.
+  EXPECT_FALSE(accuracy_failure(Family::norm, 1.4e-5, 4.6e-8));
+  // A loss accumulated in fp32 (the generators' accumulate=fp32): 1,542 times, honest.
+  EXPECT_FALSE(accuracy_failure(Family::loss, 9.2e-5, 5.85e-8));
+  // A column summed serially over 4,096 rows: 7 times.
+  EXPECT_FALSE(accuracy_failure(Family::reduction, 7.1 * 6e-8, 6e-8));
+  // Nothing to compare with: no verdict.
+  EXPECT_FALSE(accuracy_failure(Family::norm, 1.0, std::numeric_limits<double>::quiet_NaN()));
+  for (Family f : {Family::gemm, Family::elementwise, Family::softmax, Family::norm, Family::reduction,
+                   Family::arg_reduction, Family::pooling, Family::scan, Family::loss, Family::conv,
+                   Family::attention})
+    EXPECT_GE(accuracy_factor(f), 16) << to_string(f);
+}
+
+}  // namespace
+}  // namespace kbrl
