@@ -9,7 +9,7 @@
 
 namespace kbrl {
 
-// Chosen on an H100 (results/h100-80gb-hbm3/accuracy/) from the largest ratio of an honest float32
+// Chosen on an H100 (results/h100-80gb-hbm3/evaluator-trust-3/accuracy.csv) from the largest ratio of an honest float32
 // kernel (every known-good kernel, the generated kernels of the gpu tests and a sweep sample; fp16,
 // TF32 and fast-math variants left out), with at least 4x to spare, in powers of 2.
 double accuracy_factor(Family family) {
