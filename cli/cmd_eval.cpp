@@ -51,10 +51,15 @@ void print_summary(const EvalRecord& r, const std::string& file) {
   std::cout << fmt::format("  compile   {} in {:.3f} s{}\n", r.compile.ok ? "ok" : "FAILED", r.compile.seconds,
                            r.compile.cache_hit ? " (cached)" : "");
   for (const auto& f : r.compile.precision_findings) std::cout << "  precision " << f << "\n";
-  for (const auto& t : r.trials)
-    std::cout << fmt::format("  trial {}   {}  max abs err {:.3g}  max rel err {:.3g}{}\n", t.trial,
-                             t.passed ? "pass" : "FAIL", t.max_abs_error, t.max_rel_error,
+  for (const auto& t : r.trials) {
+    const std::string accuracy =
+        t.f64_error && t.f64_reference_error
+            ? fmt::format("  vs float64 {:.3g} (float32 reference {:.3g})", *t.f64_error, *t.f64_reference_error)
+            : "";
+    std::cout << fmt::format("  trial {:<2} {:<18} {}  max abs err {:.3g}  max rel err {:.3g}{}{}\n", t.trial, t.seed_id,
+                             t.passed ? "pass" : "FAIL", t.max_abs_error, t.max_rel_error, accuracy,
                              t.passed ? "" : "  " + t.failure);
+  }
   if (r.runtime)
     std::cout << fmt::format("  candidate median {:.4f} ms (n={}, IQR {:.4f})\n", r.runtime->median_ms,
                              r.runtime->n, r.runtime->iqr_ms);
@@ -69,6 +74,13 @@ void print_summary(const EvalRecord& r, const std::string& file) {
     std::cout << fmt::format("  95% CI    [{:.3f}, {:.3f}]x   fast_1 {}   sig_fast_1 {}\n", r.speedup_ci->low,
                              r.speedup_ci->high, is_fast(r) ? "yes" : "no", is_significantly_fast(r) ? "yes" : "no");
   if (!r.device.empty()) std::cout << "  device    " << r.device << "\n";
+  if (!r.gpu_stage_ms.empty()) {
+    std::string stages;
+    for (const char* stage : {"load", "check", "accuracy", "time"})
+      if (auto it = r.gpu_stage_ms.find(stage); it != r.gpu_stage_ms.end())
+        stages += fmt::format("{}{} {:.1f} ms", stages.empty() ? "" : ", ", stage, it->second);
+    std::cout << "  gpu time  " << stages << " (check includes accuracy)\n";
+  }
   if (!r.compile.ok && !r.compile.log.empty()) std::cout << "--- compile log ---\n" << log_naming_file(r.compile.log, file) << "\n";
 }
 
