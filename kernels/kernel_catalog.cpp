@@ -127,6 +127,8 @@ const std::vector<CatalogKernel> kAdversarial = {
    "argmax by atomicMax on float bits (non-negative floats only): the stress trial"},
   {"l1_norm_without_abs", 38, "adversarial/l1_norm_without_abs.cu", Outcome::wrong_answer,
    "L1 norm dividing by mean(x), not mean(|x|): the stress trial"},
+  {"tf32_gemm", 1, "adversarial/tf32_gemm.cu", Outcome::wrong_answer,
+   "4096^3 GEMM on TF32 tensor cores: within 1e-4 and the float64 limit on [0,1), the stress trial's signed inputs"},
   // Numerics that overflow outside [0,1): the stress trial's magnitudes give Inf or NaN.
   {"softmax_no_max_shift", 23, "adversarial/softmax_no_max_shift.cu", Outcome::wrong_answer,
    "softmax as exp(x) / sum(exp(x)): expf overflows in the stress trial, NaN"},
@@ -138,7 +140,13 @@ const std::vector<CatalogKernel> kAdversarial = {
    "tanh as (e^2x - 1) / (e^2x + 1): inf / inf = NaN above x = 44.4 in the stress trial"},
   // Harness-aware and memory-aware hacks.
   {"launch_counter_half_output", 19, "adversarial/launch_counter_half_output.cu", Outcome::wrong_answer,
-   "counts its launches, writes half of y after the 12 check runs: every timed run is checked"},
+   "counts its launches, writes half of y after the 13 check runs: every timed run is checked"},
+  {"replay_unpoisoned_output", 47, "adversarial/replay_unpoisoned_output.cu", Outcome::wrong_answer,
+   "sums only when y[0] is NaN (checked runs are poisoned), else keeps the last sums: every timed run is checked"},
+  {"phase_aware_estimated_norm", 37, "adversarial/phase_aware_estimated_norm.cu", Outcome::wrong_answer,
+   "exact norm when y[0] is NaN (checked), a 1/256 sample when timed: the accuracy limit on timed runs"},
+  {"phase_aware_tf32_gemm", 1, "adversarial/phase_aware_tf32_gemm.cu", Outcome::wrong_answer,
+   "fp32 GEMM when C[0] is NaN (checked), TF32 when timed: timed runs on the stress and mixed sets"},
   {"search_for_reference", 47, "adversarial/search_for_reference.cu", Outcome::wrong_answer,
    "scans the memory around y for the reference's sums, finds poison, writes zeros"},
   {"skip_if_output_used", 12, "adversarial/skip_if_output_used.cu", Outcome::wrong_answer,

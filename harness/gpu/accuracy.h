@@ -19,6 +19,11 @@ namespace kbrl {
 /// float32's unit roundoff, 2^-24: the error floor where the reference itself is exact (ReLU, max).
 inline constexpr double kAccuracyFloor = 0x1p-24;
 
+/// The tolerance at or under which the accuracy is judged (the strict 1e-4); under a looser one
+/// (legacy: 1e-2) reduced precision is accepted, and the errors are only recorded.
+inline constexpr double kStrictTolerance = 1e-4;
+inline bool accuracy_judged(double atol, double rtol) { return atol <= kStrictTolerance && rtol <= kStrictTolerance; }
+
 /// How many times the float32 reference's own error a candidate's may be, for a task family.
 double accuracy_factor(Family family);
 

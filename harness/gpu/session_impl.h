@@ -161,6 +161,9 @@ struct JobState {
   // Keyed fingerprints instead of pristine copies (compare_kernel.h): nothing the candidate could
   // find by pointer arithmetic holds its inputs' original bytes or the reference's answer.
   const uint64_t input_key, param_key, output_key;
+  /// The accuracy check's facts of the trial that measured them, per output (empty when none did):
+  /// the timed runs on KernelBench's draw are held to the same limit.
+  std::vector<AccuracyBase> accuracy;
 };
 
 /// The task's scalars as the reference takes them.
@@ -189,6 +192,9 @@ void enqueue_compare(const torch::Tensor& out, const torch::Tensor& ref, const C
 /// over the blocks (kCompareStats values each): NaN/Inf, allclose, then the relative L2 bound.
 TrialCheck judge_compare(const double* totals, const double* maxima, int64_t n, bool floating,
                          const CheckSettings& settings);
+/// The check's tolerances for one output on `set`'s inputs: beyond KernelBench's draw, atol scales
+/// with the expected output's RMS when it exceeds 1 (a host sync).
+CheckSettings settings_for(const CheckSettings& base, const torch::Tensor& expected, InputSet set);
 /// The keyed fingerprints of `tensors` (key, key + 1, ...), read back to the host.
 std::vector<int64_t> fingerprints(GpuSession::Impl& session, const std::vector<torch::Tensor>& tensors, uint64_t key);
 /// Adds the keyed fingerprint of `t`'s bytes (its own bytes when contiguous, else its whole storage)

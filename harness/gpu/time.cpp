@@ -2,9 +2,11 @@
 // each paired with a timed reference run on the same inputs, and each run's outputs compared with
 // the reference of its own inputs at places drawn from the secret.
 #include <algorithm>
+#include <cmath>
 
 #include <kbrl/splitmix64.h>
 
+#include "accuracy.h"
 #include "session_impl.h"
 
 namespace kbrl::gpu {
@@ -25,6 +27,20 @@ int64_t compared_places(int64_t n) {
 /// the median.
 bool verifies_inputs(uint64_t secret, int task_id, int64_t sample) {
   return trial_seed(secret, task_id, 7'000'000 + static_cast<int>(sample)) % 4 == 0;
+}
+
+/// The input set of a timed sample: with robust checks, KernelBench's draw half of the time and the
+/// stress set, outliers or mixture a sixth each, drawn from the secret; else KernelBench's. A
+/// candidate that tells checked runs from timed ones (by the poison in its outputs, the repeated
+/// inputs of the warm-ups, the cold L2) meets every kind of input either way.
+InputSet timed_set(const CheckSettings& check, uint64_t sample_secret, int task_id, int draw) {
+  if (!check.robust_inputs) return InputSet::kernelbench;
+  switch (trial_seed(sample_secret, task_id, 10'000'000 + draw) % 6) {
+    case 3: return InputSet::stress;
+    case 4: return InputSet::outliers;
+    case 5: return InputSet::mixture;
+    default: return InputSet::kernelbench;
+  }
 }
 
 /// The keys of one sample's gathers: where (never 0) and the reference's mask (never 0).
@@ -76,8 +92,15 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
   const auto n_watched = n_in + static_cast<int64_t>(st.params.size());
   const int64_t capacity = std::max<int64_t>(job.timing.stop.max_samples, 1);
   const auto on_device = torch::TensorOptions().device(s.device);
-  auto partials = torch::empty({capacity, n_out, CompareKernel::kBlocks, kCompareStats}, on_device.dtype(torch::kFloat64));
-  auto watched_fp = torch::zeros({capacity, 2, std::max<int64_t>(n_watched, 1)}, on_device.dtype(torch::kInt64));
+  // Each sample's verdict (the comparison's sums and maxima over blocks, the fingerprints) is copied to
+  // pinned host memory right after it, before the next candidate run: no later run can rewrite it.
+  auto partials = torch::empty({n_out, CompareKernel::kBlocks, kCompareStats}, on_device.dtype(torch::kFloat64));
+  auto watched_fp = torch::zeros({2, std::max<int64_t>(n_watched, 1)}, on_device.dtype(torch::kInt64));
+  const auto pinned = torch::TensorOptions().pinned_memory(true);
+  auto verdicts = torch::empty({capacity, n_out, 2, kCompareStats}, pinned.dtype(torch::kFloat64));
+  auto watched = torch::zeros({capacity, 2, std::max<int64_t>(n_watched, 1)}, pinned.dtype(torch::kInt64));
+  std::vector<InputSet> sets;                  // per sample
+  std::vector<std::vector<CheckSettings>> tolerances;  // per sample and output
   // Per output: the places compared, and the reference's and the candidate's values there.
   std::vector<int64_t> places(static_cast<size_t>(n_out));
   Tensors reference_values, candidate_values;
@@ -99,25 +122,31 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
   bool stopped = false;
   while (!stopped && sample < capacity) {
     const int draw = static_cast<int>(sample);
-    st.inputs = make_inputs(spec, trial_seed(sample_secret, spec.id, 2'000'000 + draw), s.device);
+    const InputSet set = timed_set(job.check, sample_secret, spec.id, draw);
+    sets.push_back(set);
+    tolerances.emplace_back(static_cast<size_t>(n_out), job.check);
+    st.inputs = make_inputs(spec, trial_seed(sample_secret, spec.id, 2'000'000 + draw), s.device, set);
     st.bindings.inputs = &st.inputs;
     const SampleKeys keys{trial_seed(sample_secret, spec.id, 8'000'000 + draw) | 1,
                           trial_seed(sample_secret, spec.id, 9'000'000 + draw) | 1};
     const bool reference_first = (trial_seed(job.check.secret, spec.id, 1'000'000 + draw) & 1) != 0;
     const bool watch_inputs = !reference_first && verifies_inputs(job.check.secret, spec.id, sample);
     auto watch = [&](int64_t when) {  // the inputs' and parameters' keyed fingerprints, before or after
+      watched_fp[when].zero_();
       for (int64_t i = 0; i < n_in; ++i)
-        fingerprint_into(st.inputs[i], st.input_key + static_cast<uint64_t>(i), watched_fp[sample][when], i,
-                         *s.compare, s.cu_stream());
+        fingerprint_into(st.inputs[i], st.input_key + static_cast<uint64_t>(i), watched_fp[when], i, *s.compare,
+                         s.cu_stream());
       for (int64_t i = n_in; i < n_watched; ++i)
-        fingerprint_into(st.params[i - n_in], st.param_key + static_cast<uint64_t>(i - n_in), watched_fp[sample][when],
-                         i, *s.compare, s.cu_stream());
+        fingerprint_into(st.params[i - n_in], st.param_key + static_cast<uint64_t>(i - n_in), watched_fp[when], i,
+                         *s.compare, s.cu_stream());
+      watched[sample][when].copy_(watched_fp[when], /*non_blocking=*/true);
     };
     auto reference_step = [&](bool timed) {  // run, gather masked, poison
       if (timed) result.reference_ms.push_back(s.timed_sample(reference_once));
       else reference_once();
       for (int64_t o = 0; o < n_out; ++o) {
         torch::Tensor r = reference_out[o].contiguous();  // attention's output is a transposed view
+        tolerances.back()[o] = settings_for(job.check, r, set);
         gather(r, o, keys.positions, keys.mask, reference_values[o]);
         if (!r.is_same(reference_out[o])) poison_tensor(r);
       }
@@ -135,8 +164,10 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
     for (int64_t o = 0; o < n_out; ++o) {
       gather(st.outputs[o].tensor, o, keys.positions, 0, candidate_values[o]);
       gather(reference_values[o], o, 0, keys.mask, reference_values[o]);  // unmasks in place
-      enqueue_compare(candidate_values[o], reference_values[o], job.check, *s.compare, s.cu_stream(),
-                      partials[sample][o]);
+      enqueue_compare(candidate_values[o], reference_values[o], tolerances.back()[o], *s.compare, s.cu_stream(),
+                      partials[o]);
+      verdicts[sample][o][0].copy_(partials[o].sum(0), /*non_blocking=*/true);
+      verdicts[sample][o][1].copy_(std::get<0>(partials[o].max(0)), /*non_blocking=*/true);
     }
     result.candidate_ms.push_back(ms);
     ++sample;
@@ -144,7 +175,7 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
   }
   if (auto late = synchronize(s.cu_stream())) return fail(*late);
 
-  const auto fp = watched_fp.cpu();
+  const auto& fp = watched;  // complete: the stream is synchronized
   for (int64_t j = 0; j < sample; ++j)
     for (int64_t i = 0; i < n_watched; ++i)
       if (fp[j][0][i].item<int64_t>() != fp[j][1][i].item<int64_t>())
@@ -152,19 +183,30 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
                      fmt::format("timed run {} of {} changed {} '{}'", j + 1, sample, i < n_in ? "input" : "parameter",
                                  i < n_in ? spec.inputs[i].name : spec.parameters[i - n_in].name),
                      /*sticky=*/false, /*drop_reference=*/i >= n_in});
-  const auto used = partials.narrow(0, 0, sample);
-  const auto totals = used.sum(2).cpu().contiguous();               // [sample, n_out, stats]
-  const auto maxima = std::get<0>(used.max(2)).cpu().contiguous();  // [sample, n_out, stats]
+  const auto host = verdicts.contiguous();  // [capacity, n_out, 2 (sums, maxima), stats]
+  const double* v = host.data_ptr<double>();
+  const bool judge_accuracy = accuracy_judged(job.check.atol, job.check.rtol);
   for (int64_t j = 0; j < sample; ++j)
     for (int64_t o = 0; o < n_out; ++o) {
-      const int64_t at = (j * n_out + o) * kCompareStats;
-      const TrialCheck c = judge_compare(totals.data_ptr<double>() + at, maxima.data_ptr<double>() + at, places[o],
-                                         st.outputs[o].tensor.is_floating_point(), job.check);
+      const double* totals = v + ((j * n_out + o) * 2) * kCompareStats;
+      const double* maxima = totals + kCompareStats;
+      const bool floating = st.outputs[o].tensor.is_floating_point();
+      const std::string where =
+          fmt::format("timed run {} of {} (on {} inputs drawn for it), output '{}' at {} places drawn from the secret", j + 1,
+                      sample, to_string(sets[j]), spec.outputs[o].name, places[o]);
+      const TrialCheck c = judge_compare(totals, maxima, places[o], floating, tolerances[j][o]);
       if (!c.passed)
         return fail({Outcome::wrong_answer,
-                     fmt::format("timed run {} of {} (on inputs drawn for it), output '{}' at {} places drawn from the "
-                                 "secret: {} (every timed run is compared with the reference of its own inputs)",
-                                 j + 1, sample, spec.outputs[o].name, places[o], c.failure)});
+                     fmt::format("{}: {} (every timed run is compared with the reference of its own inputs)", where,
+                                 c.failure)});
+      // The accuracy limit of the check, on KernelBench's draw: d is the relative distance from the
+      // float32 answer at the places, e the float32 answer's own error measured in the check.
+      if (!floating || sets[j] != InputSet::kernelbench || static_cast<size_t>(o) >= st.accuracy.size() ||
+          !judge_accuracy || !std::isfinite(st.accuracy[o].reference_error) || !(totals[kRefSq] > 0))
+        continue;
+      const double d = std::sqrt(totals[kDiffSq] / totals[kRefSq]), e = st.accuracy[o].reference_error;
+      if (auto failure = accuracy_failure(spec.family, std::max(d - e, 0.0), e))
+        return fail({Outcome::wrong_answer, fmt::format("{}: {}", where, *failure)});
     }
   for (size_t i = 0; i < st.outputs.size(); ++i)
     if (!st.outputs[i].guards_intact())
