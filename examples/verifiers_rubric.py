@@ -5,9 +5,10 @@ each function with the arguments it names (prompt, completion, answer, state, in
 `**kwargs` takes them all); a function whose arguments are plural (completions, answers, infos,
 states) is a group function scoring all rollouts of one example at once and returning a list of
 floats. Documented at https://docs.primeintellect.ai/verifiers/environments ("Rubrics",
-"Group-Based Reward Functions"). This is the classic stack (verifiers <= 0.3; `verifiers.legacy` on
-the main branch): verifiers 0.4 keeps only `verifiers.v1`, where a Task scores with `@vf.reward`
-methods instead. A Rubric logs an exception of a reward function and scores its rollouts 0.0, so
+"Group-Based Reward Functions"). This is the classic stack of verifiers <= 0.3 (tested with
+0.3.1): verifiers 0.4 keeps only `verifiers.v1`, where a taskset's Task scores with `@vf.reward`
+methods; for verifiers 0.4 use verifiers_env.py (its `load_environment()`, or `vf-eval
+verifiers_env`). A Rubric logs an exception of a reward function and scores its rollouts 0.0, so
 a server that stays down shows as zero rewards and an error log.
 
 kbrl scores the whole group in one POST /v1/evaluate. The task comes from `info["task_id"]`, else
