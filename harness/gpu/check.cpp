@@ -94,11 +94,13 @@ const std::vector<AccuracyBase>& accuracy_base(GpuSession::Impl& s, JobState& st
   return s.accuracy_bases.emplace(key, std::move(base)).first->second;
 }
 
-/// Changes a few values of every plain float input (positions and values drawn from `seed`, values
-/// inside the input's domain); returns how many.
-int64_t change_inputs(JobState& st, InputSet set, uint64_t seed) {
+/// Changes a few values of every plain float input: at positions drawn from `seed`, the values of
+/// another draw of the same set there (so they follow the set's law: a cumulative product stays in
+/// range, a probability stays one); returns how many.
+int64_t change_inputs(GpuSession::Impl& s, JobState& st, InputSet set, uint64_t seed) {
   const auto domains = input_domains(st.spec, set);
-  torch::manual_seed(seed);
+  const Tensors other = make_inputs(st.spec, seed, s.device, set);
+  torch::manual_seed(seed ^ 0x5EEDull);
   int64_t changed = 0;
   for (size_t i = 0; i < st.inputs.size(); ++i) {
     auto& x = st.inputs[i];
@@ -108,8 +110,7 @@ int64_t change_inputs(JobState& st, InputSet set, uint64_t seed) {
       continue;
     const int64_t count = std::min(x.numel(), std::clamp<int64_t>(x.numel() >> 12, 64, int64_t{1} << 20));
     const auto at = torch::randint(0, x.numel(), {count}, torch::TensorOptions().dtype(torch::kInt64).device(x.device()));
-    const auto values = torch::rand({count}, x.options()).mul_(d.hi - d.lo).add_(d.lo);
-    x.view(-1).index_put_({at}, values);
+    x.view(-1).index_put_({at}, other[i].contiguous().view(-1).index({at}));
     changed += count;
   }
   return changed;
@@ -331,7 +332,7 @@ CheckResult check_candidate(GpuSession::Impl& s, JobState& st) {
     // candidate cannot predict. A result remembered from the runs before (keyed on a few input values,
     // or on anything short of every value) is wrong here.
     if (k != changed_trial) continue;
-    const int64_t changed = change_inputs(st, p.set, trial_seed(job.check.secret, spec.id, 6'000'000 + static_cast<int>(k)));
+    const int64_t changed = change_inputs(s, st, p.set, trial_seed(job.check.secret, spec.id, 6'000'000 + static_cast<int>(k)));
     if (changed == 0) continue;  // no input takes arbitrary values (indices, probabilities, masks)
     if (auto fault = run_once(s, st)) return fail(*fault);
     TrialCheck again = check_against_reference(s, st, p.set, /*accuracy_seed=*/std::nullopt);
