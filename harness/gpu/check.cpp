@@ -61,13 +61,14 @@ double distance(const torch::Tensor& a, const torch::Tensor& b) {
 /// The float64 facts of the current trial's inputs for each output (AccuracyBase), computed once per
 /// (task, scale, trial seed) from the float32 reference's `expected` and kept; nothing where the
 /// task's reference does not compute in float64.
-const std::vector<AccuracyBase>& accuracy_base(GpuSession::Impl& s, JobState& st, const Tensors& expected,
-                                               uint64_t seed) {
+std::vector<AccuracyBase> accuracy_base(GpuSession::Impl& s, JobState& st, const Tensors& expected,
+                                        uint64_t seed) {
   const auto key = std::make_tuple(st.spec.id, st.spec.scale, seed);
   if (auto it = s.accuracy_bases.find(key); it != s.accuracy_bases.end()) return it->second;
   std::vector<AccuracyBase> base(expected.size());
   Tensors exact;
   int64_t bytes = 0;
+  bool out_of_memory = false;  // a fact of this job (its scratch, its module), not of the inputs
   try {
     Tensors in64;
     for (const auto& x : st.inputs) {
@@ -75,6 +76,9 @@ const std::vector<AccuracyBase>& accuracy_base(GpuSession::Impl& s, JobState& st
       bytes += in64.back().numel() * 8;
     }
     exact = s.reference64(st.spec)(in64, st.scalars);
+  } catch (const c10::OutOfMemoryError&) {
+    exact.clear();
+    out_of_memory = true;
   } catch (const c10::Error&) {
     exact.clear();  // an operator without a float64 kernel: not measured
   }
@@ -90,7 +94,8 @@ const std::vector<AccuracyBase>& accuracy_base(GpuSession::Impl& s, JobState& st
   exact.clear();
   // Float64 copies of a large task's inputs take tens of GiB: give them back to the device (another
   // worker process may need it), not to this process's cache.
-  if (bytes > (int64_t{1} << 30)) c10::cuda::CUDACachingAllocator::emptyCache();
+  if (bytes > (int64_t{1} << 30) || out_of_memory) c10::cuda::CUDACachingAllocator::emptyCache();
+  if (out_of_memory) return base;  // not kept: the next job measures it again
   return s.accuracy_bases.emplace(key, std::move(base)).first->second;
 }
 
@@ -109,7 +114,8 @@ int64_t change_inputs(GpuSession::Impl& s, JobState& st, InputSet set, uint64_t 
         d.kind != InputDomain::Kind::interval || d.structure != InputDomain::Structure::dense)
       continue;
     const int64_t count = std::min(x.numel(), std::clamp<int64_t>(x.numel() >> 12, 64, int64_t{1} << 20));
-    const auto at = torch::randint(0, x.numel(), {count}, torch::TensorOptions().dtype(torch::kInt64).device(x.device()));
+    const auto at =
+        torch::randint(0, x.numel(), {count}, torch::TensorOptions().dtype(torch::kInt64).device(x.device()));
     x.view(-1).index_put_({at}, other[i].contiguous().view(-1).index({at}));
     changed += count;
   }
@@ -280,6 +286,7 @@ CheckResult check_candidate(GpuSession::Impl& s, JobState& st) {
     return result;
   };
   const std::vector<int64_t> param_fp = fingerprints(s, st.params, st.param_key);
+  st.param_fp = param_fp;  // the timed runs' references must compute with these (time.cpp)
   const std::vector<TrialPlan> plan = trial_plan(job.check, spec.id);
   const size_t changed_trial = changed_input_trial(job.check, spec.id, plan.size());
   bool accuracy_measured = false;
@@ -293,7 +300,9 @@ CheckResult check_candidate(GpuSession::Impl& s, JobState& st) {
     const TrialPlan& p = plan[k];
     const std::string where = p.set == InputSet::kernelbench
                                   ? fmt::format("trial {}", k)
-                                  : fmt::format("trial {} ({} inputs: {})", k, to_string(p.set), describe_inputs(spec, p.set));
+                                  : fmt::format("trial {} ({} inputs: {})", k, to_string(p.set),
+                                                describe_inputs(spec, p.set));
+    st.inputs.clear();  // freed first (stream-ordered): one set of inputs in memory, not two
     st.inputs = make_inputs(spec, p.seed, s.device, p.set);
     st.bindings.inputs = &st.inputs;
     const std::vector<int64_t> input_fp = fingerprints(s, st.inputs, st.input_key);
@@ -332,9 +341,24 @@ CheckResult check_candidate(GpuSession::Impl& s, JobState& st) {
     // candidate cannot predict. A result remembered from the runs before (keyed on a few input values,
     // or on anything short of every value) is wrong here.
     if (k != changed_trial) continue;
-    const int64_t changed = change_inputs(s, st, p.set, trial_seed(job.check.secret, spec.id, 6'000'000 + static_cast<int>(k)));
+    const int64_t changed =
+        change_inputs(s, st, p.set, trial_seed(job.check.secret, spec.id, 6'000'000 + static_cast<int>(k)));
     if (changed == 0) continue;  // no input takes arbitrary values (indices, probabilities, masks)
+    const std::vector<int64_t> changed_fp = fingerprints(s, st.inputs, st.input_key);
     if (auto fault = run_once(s, st)) return fail(*fault);
+    // The reference runs after this run too: its inputs and parameters must be unchanged, as in a trial.
+    const std::vector<int64_t> changed_after = fingerprints(s, st.inputs, st.input_key);
+    for (size_t i = 0; i < st.inputs.size(); ++i)
+      if (changed_after[i] != changed_fp[i])
+        return fail({Outcome::input_mutated,
+                     fmt::format("{}, run again with changed inputs: input '{}' changed", where, spec.inputs[i].name)});
+    const std::vector<int64_t> changed_params = fingerprints(s, st.params, st.param_key);
+    for (size_t i = 0; i < st.params.size(); ++i)
+      if (changed_params[i] != param_fp[i])
+        return fail({Outcome::input_mutated,
+                     fmt::format("{}, run again with changed inputs: parameter '{}' changed", where,
+                                 spec.parameters[i].name),
+                     /*sticky=*/false, /*drop_reference=*/true});
     TrialCheck again = check_against_reference(s, st, p.set, /*accuracy_seed=*/std::nullopt);
     again.trial = static_cast<int>(k);
     again.seed_id = p.seed_id + "-changed";

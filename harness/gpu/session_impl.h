@@ -161,6 +161,9 @@ struct JobState {
   // Keyed fingerprints instead of pristine copies (compare_kernel.h): nothing the candidate could
   // find by pointer arithmetic holds its inputs' original bytes or the reference's answer.
   const uint64_t input_key, param_key, output_key;
+  /// The parameters' fingerprints as the check began (check.cpp): what the timed runs' references
+  /// must still compute with (time.cpp).
+  std::vector<int64_t> param_fp;
   /// The accuracy check's facts of the trial that measured them, per output (empty when none did):
   /// the timed runs on KernelBench's draw are held to the same limit.
   std::vector<AccuracyBase> accuracy;

@@ -13,9 +13,10 @@ namespace kbrl::gpu {
 
 namespace {
 
-/// How many places of an output of n elements a timed run is compared at: every one up to 4,096,
-/// then n / 16, at most 2^20 (drawn with replacement). A run wrong at a fraction f of its outputs
-/// passes one sample with probability (1 - f)^m: 2^20 places catch f = 1e-5 with probability 1 - 3e-5.
+/// How many places of an output of n elements a timed run is compared at: every one up to 4,096
+/// (each once), then n / 16, at most 2^20 (drawn with replacement). A run wrong at a fraction f of
+/// its outputs passes one sample with probability (1 - f)^m: 2^20 places catch f = 1e-5 with
+/// probability 1 - 3e-5.
 int64_t compared_places(int64_t n) {
   return std::min<int64_t>(std::max<int64_t>(std::min<int64_t>(n, 4096), n / 16), int64_t{1} << 20);
 }
@@ -87,6 +88,24 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
   if (!fault) fault = synchronize(s.cu_stream());
   if (fault) return fail(*fault);
 
+  // Every reference below computes with the parameters: they must stay the check's (st.param_fp). A
+  // rewrite in a warm-up or a timed run would persist into every later reference (a before/after
+  // fingerprint of one run does not see it), so they are fingerprinted after the warm-ups and after
+  // every timed candidate run.
+  const auto n_params = static_cast<int64_t>(st.params.size());
+  KBRL_ASSERT(static_cast<int64_t>(st.param_fp.size()) == n_params, "the check fingerprinted {} parameters, not {}",
+              st.param_fp.size(), n_params);
+  auto parameter_fault = [&](const int64_t* now, const std::string& when) -> std::optional<CandidateFault> {
+    for (int64_t i = 0; i < n_params; ++i)
+      if (now[i] != st.param_fp[i])
+        return CandidateFault{Outcome::input_mutated,
+                              fmt::format("{} changed parameter '{}'", when, spec.parameters[i].name),
+                              /*sticky=*/false, /*drop_reference=*/true};
+    return std::nullopt;
+  };
+  if (auto changed = parameter_fault(fingerprints(s, st.params, st.param_key).data(), "a warm-up run"))
+    return fail(*changed);
+
   const auto n_out = static_cast<int64_t>(st.outputs.size());
   const auto n_in = static_cast<int64_t>(st.inputs.size());
   const auto n_watched = n_in + static_cast<int64_t>(st.params.size());
@@ -99,6 +118,8 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
   const auto pinned = torch::TensorOptions().pinned_memory(true);
   auto verdicts = torch::empty({capacity, n_out, 2, kCompareStats}, pinned.dtype(torch::kFloat64));
   auto watched = torch::zeros({capacity, 2, std::max<int64_t>(n_watched, 1)}, pinned.dtype(torch::kInt64));
+  auto param_slots = torch::zeros({std::max<int64_t>(n_params, 1)}, on_device.dtype(torch::kInt64));
+  auto params_after = torch::zeros({capacity, std::max<int64_t>(n_params, 1)}, pinned.dtype(torch::kInt64));
   std::vector<InputSet> sets;                  // per sample
   std::vector<std::vector<CheckSettings>> tolerances;  // per sample and output
   // Per output: the places compared, and the reference's and the candidate's values there.
@@ -111,7 +132,10 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
     candidate_values.push_back(torch::empty({places[o]}, out.options()));
   }
   auto gather = [&](const torch::Tensor& from, int64_t o, uint64_t position_key, uint64_t mask_key, torch::Tensor& to) {
-    s.compare->gather(reinterpret_cast<CUdeviceptr>(from.data_ptr()), from.numel(), static_cast<int>(from.element_size()),
+    // A small output is compared at every place, each once (drawn places would repeat some, miss others).
+    if (places[o] == from.numel()) position_key = 0;
+    s.compare->gather(reinterpret_cast<CUdeviceptr>(from.data_ptr()), from.numel(),
+                      static_cast<int>(from.element_size()),
                       position_key, mask_key, places[o], reinterpret_cast<CUdeviceptr>(to.data_ptr()), s.cu_stream());
   };
 
@@ -125,6 +149,7 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
     const InputSet set = timed_set(job.check, sample_secret, spec.id, draw);
     sets.push_back(set);
     tolerances.emplace_back(static_cast<size_t>(n_out), job.check);
+    st.inputs.clear();  // freed first (stream-ordered): one set of inputs in memory, not two
     st.inputs = make_inputs(spec, trial_seed(sample_secret, spec.id, 2'000'000 + draw), s.device, set);
     st.bindings.inputs = &st.inputs;
     const SampleKeys keys{trial_seed(sample_secret, spec.id, 8'000'000 + draw) | 1,
@@ -159,6 +184,11 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
     // written until the end (they used to be re-poisoned, which cost a write of every output).
     const double ms = s.timed_sample(candidate_once);
     if (fault) return fail(*fault);
+    param_slots.zero_();
+    for (int64_t i = 0; i < n_params; ++i)
+      fingerprint_into(st.params[i], st.param_key + static_cast<uint64_t>(i), param_slots, i, *s.compare,
+                       s.cu_stream());
+    params_after[sample].copy_(param_slots, /*non_blocking=*/true);
     if (watch_inputs) watch(1);
     if (!reference_first) reference_step(job.timing.time_reference);
     for (int64_t o = 0; o < n_out; ++o) {
@@ -183,6 +213,10 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
                      fmt::format("timed run {} of {} changed {} '{}'", j + 1, sample, i < n_in ? "input" : "parameter",
                                  i < n_in ? spec.inputs[i].name : spec.parameters[i - n_in].name),
                      /*sticky=*/false, /*drop_reference=*/i >= n_in});
+  for (int64_t j = 0; j < sample; ++j)
+    if (auto changed =
+            parameter_fault(params_after[j].data_ptr<int64_t>(), fmt::format("timed run {} of {}", j + 1, sample)))
+      return fail(*changed);
   const auto host = verdicts.contiguous();  // [capacity, n_out, 2 (sums, maxima), stats]
   const double* v = host.data_ptr<double>();
   const bool judge_accuracy = accuracy_judged(job.check.atol, job.check.rtol);
@@ -192,7 +226,8 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
       const double* maxima = totals + kCompareStats;
       const bool floating = st.outputs[o].tensor.is_floating_point();
       const std::string where =
-          fmt::format("timed run {} of {} (on {} inputs drawn for it), output '{}' at {} places drawn from the secret", j + 1,
+          fmt::format("timed run {} of {} (on {} inputs drawn for it), output '{}' at {} places drawn from the secret",
+                      j + 1,
                       sample, to_string(sets[j]), spec.outputs[o].name, places[o]);
       const TrialCheck c = judge_compare(totals, maxima, places[o], floating, tolerances[j][o]);
       if (!c.passed)
