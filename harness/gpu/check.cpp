@@ -47,6 +47,24 @@ std::optional<CandidateFault> run_once(GpuSession::Impl& s, JobState& st) {
   return std::nullopt;
 }
 
+/// A fault when the last run left an input different from `input_fp` or a parameter different from
+/// `param_fp` (the fingerprints before it); `where` names the run.
+std::optional<CandidateFault> touched(GpuSession::Impl& s, JobState& st, const std::vector<int64_t>& input_fp,
+                                      const std::vector<int64_t>& param_fp, const std::string& where) {
+  const std::vector<int64_t> input_after = fingerprints(s, st.inputs, st.input_key);
+  for (size_t i = 0; i < st.inputs.size(); ++i)
+    if (input_after[i] != input_fp[i])
+      return CandidateFault{Outcome::input_mutated,
+                            fmt::format("{}: input '{}' changed", where, st.spec.inputs[i].name)};
+  const std::vector<int64_t> param_after = fingerprints(s, st.params, st.param_key);
+  for (size_t i = 0; i < st.params.size(); ++i)
+    if (param_after[i] != param_fp[i])  // its parameters are no longer the seeded ones
+      return CandidateFault{Outcome::input_mutated,
+                            fmt::format("{}: parameter '{}' changed", where, st.spec.parameters[i].name),
+                            /*sticky=*/false, /*drop_reference=*/true};
+  return std::nullopt;
+}
+
 /// ||a - b|| for two flat tensors (b float64), in chunks so that no float64 copy of `a` is made whole.
 double distance(const torch::Tensor& a, const torch::Tensor& b) {
   constexpr int64_t kChunk = int64_t{1} << 26;
@@ -312,15 +330,7 @@ CheckResult check_candidate(GpuSession::Impl& s, JobState& st) {
     if (auto fault = run_once(s, st)) return fail(*fault);
     const std::vector<int64_t> second_fp = fingerprints(s, st.raw_outputs, st.output_key);
 
-    const std::vector<int64_t> input_after = fingerprints(s, st.inputs, st.input_key);
-    for (size_t i = 0; i < st.inputs.size(); ++i)
-      if (input_after[i] != input_fp[i])
-        return fail({Outcome::input_mutated, fmt::format("{}: input '{}' changed", where, spec.inputs[i].name)});
-    const std::vector<int64_t> param_after = fingerprints(s, st.params, st.param_key);
-    for (size_t i = 0; i < st.params.size(); ++i)
-      if (param_after[i] != param_fp[i])  // its parameters are no longer the seeded ones
-        return fail({Outcome::input_mutated, fmt::format("{}: parameter '{}' changed", where, spec.parameters[i].name),
-                     /*sticky=*/false, /*drop_reference=*/true});
+    if (auto fault = touched(s, st, input_fp, param_fp, where)) return fail(*fault);
 
     // The reference runs only now, after the candidate's runs: while the candidate ran, no reference
     // output for these inputs existed anywhere in device memory.
@@ -347,18 +357,8 @@ CheckResult check_candidate(GpuSession::Impl& s, JobState& st) {
     const std::vector<int64_t> changed_fp = fingerprints(s, st.inputs, st.input_key);
     if (auto fault = run_once(s, st)) return fail(*fault);
     // The reference runs after this run too: its inputs and parameters must be unchanged, as in a trial.
-    const std::vector<int64_t> changed_after = fingerprints(s, st.inputs, st.input_key);
-    for (size_t i = 0; i < st.inputs.size(); ++i)
-      if (changed_after[i] != changed_fp[i])
-        return fail({Outcome::input_mutated,
-                     fmt::format("{}, run again with changed inputs: input '{}' changed", where, spec.inputs[i].name)});
-    const std::vector<int64_t> changed_params = fingerprints(s, st.params, st.param_key);
-    for (size_t i = 0; i < st.params.size(); ++i)
-      if (changed_params[i] != param_fp[i])
-        return fail({Outcome::input_mutated,
-                     fmt::format("{}, run again with changed inputs: parameter '{}' changed", where,
-                                 spec.parameters[i].name),
-                     /*sticky=*/false, /*drop_reference=*/true});
+    if (auto fault = touched(s, st, changed_fp, param_fp, where + ", run again with changed inputs"))
+      return fail(*fault);
     TrialCheck again = check_against_reference(s, st, p.set, /*accuracy_seed=*/std::nullopt);
     again.trial = static_cast<int>(k);
     again.seed_id = p.seed_id + "-changed";

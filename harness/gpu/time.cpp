@@ -21,11 +21,11 @@ int64_t compared_places(int64_t n) {
   return std::min<int64_t>(std::max<int64_t>(std::min<int64_t>(n, 4096), n / 16), int64_t{1} << 20);
 }
 
-/// Whether the sample also verifies that the candidate left its inputs and parameters as they were
-/// (only where the reference runs after it): a quarter of the samples, drawn from the secret. A
-/// candidate that rewrites them so that the reference after it agrees with a cheap answer is caught
-/// with probability 1 - (7/8)^(runs it cheats in), and must cheat in more than half of them to move
-/// the median.
+/// Whether the sample also verifies that the candidate left its inputs as they were (only where the
+/// reference runs after it; the parameters are verified after every run): a quarter of the samples,
+/// drawn from the secret. A candidate that rewrites its inputs so that the reference after it agrees
+/// with a cheap answer is caught with probability 1 - (7/8)^(runs it cheats in), and must cheat in
+/// more than half of them to move the median.
 bool verifies_inputs(uint64_t secret, int task_id, int64_t sample) {
   return trial_seed(secret, task_id, 7'000'000 + static_cast<int>(sample)) % 4 == 0;
 }
@@ -108,16 +108,15 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
 
   const auto n_out = static_cast<int64_t>(st.outputs.size());
   const auto n_in = static_cast<int64_t>(st.inputs.size());
-  const auto n_watched = n_in + static_cast<int64_t>(st.params.size());
   const int64_t capacity = std::max<int64_t>(job.timing.stop.max_samples, 1);
   const auto on_device = torch::TensorOptions().device(s.device);
   // Each sample's verdict (the comparison's sums and maxima over blocks, the fingerprints) is copied to
   // pinned host memory right after it, before the next candidate run: no later run can rewrite it.
   auto partials = torch::empty({n_out, CompareKernel::kBlocks, kCompareStats}, on_device.dtype(torch::kFloat64));
-  auto watched_fp = torch::zeros({2, std::max<int64_t>(n_watched, 1)}, on_device.dtype(torch::kInt64));
+  auto watched_fp = torch::zeros({2, std::max<int64_t>(n_in, 1)}, on_device.dtype(torch::kInt64));
   const auto pinned = torch::TensorOptions().pinned_memory(true);
   auto verdicts = torch::empty({capacity, n_out, 2, kCompareStats}, pinned.dtype(torch::kFloat64));
-  auto watched = torch::zeros({capacity, 2, std::max<int64_t>(n_watched, 1)}, pinned.dtype(torch::kInt64));
+  auto watched = torch::zeros({capacity, 2, std::max<int64_t>(n_in, 1)}, pinned.dtype(torch::kInt64));
   auto param_slots = torch::zeros({std::max<int64_t>(n_params, 1)}, on_device.dtype(torch::kInt64));
   auto params_after = torch::zeros({capacity, std::max<int64_t>(n_params, 1)}, pinned.dtype(torch::kInt64));
   std::vector<InputSet> sets;                  // per sample
@@ -156,14 +155,11 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
                           trial_seed(sample_secret, spec.id, 9'000'000 + draw) | 1};
     const bool reference_first = (trial_seed(job.check.secret, spec.id, 1'000'000 + draw) & 1) != 0;
     const bool watch_inputs = !reference_first && verifies_inputs(job.check.secret, spec.id, sample);
-    auto watch = [&](int64_t when) {  // the inputs' and parameters' keyed fingerprints, before or after
+    auto watch = [&](int64_t when) {  // the inputs' keyed fingerprints, before or after
       watched_fp[when].zero_();
       for (int64_t i = 0; i < n_in; ++i)
         fingerprint_into(st.inputs[i], st.input_key + static_cast<uint64_t>(i), watched_fp[when], i, *s.compare,
                          s.cu_stream());
-      for (int64_t i = n_in; i < n_watched; ++i)
-        fingerprint_into(st.params[i - n_in], st.param_key + static_cast<uint64_t>(i - n_in), watched_fp[when], i,
-                         *s.compare, s.cu_stream());
       watched[sample][when].copy_(watched_fp[when], /*non_blocking=*/true);
     };
     auto reference_step = [&](bool timed) {  // run, gather masked, poison
@@ -207,12 +203,10 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
 
   const auto& fp = watched;  // complete: the stream is synchronized
   for (int64_t j = 0; j < sample; ++j)
-    for (int64_t i = 0; i < n_watched; ++i)
+    for (int64_t i = 0; i < n_in; ++i)
       if (fp[j][0][i].item<int64_t>() != fp[j][1][i].item<int64_t>())
         return fail({Outcome::input_mutated,
-                     fmt::format("timed run {} of {} changed {} '{}'", j + 1, sample, i < n_in ? "input" : "parameter",
-                                 i < n_in ? spec.inputs[i].name : spec.parameters[i - n_in].name),
-                     /*sticky=*/false, /*drop_reference=*/i >= n_in});
+                     fmt::format("timed run {} of {} changed input '{}'", j + 1, sample, spec.inputs[i].name)});
   for (int64_t j = 0; j < sample; ++j)
     if (auto changed =
             parameter_fault(params_after[j].data_ptr<int64_t>(), fmt::format("timed run {} of {}", j + 1, sample)))
