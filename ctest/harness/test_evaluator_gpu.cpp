@@ -103,7 +103,14 @@ TEST_F(EvaluatorGpu, KnownGoodKernelsPassAtKernelBenchScale) {
       ASSERT_NE(accuracy_trial(r), nullptr) << "no trial measured the accuracy against float64";
     }
     EXPECT_EQ(r.inputs, "robust");
-    for (const char* stage : {"load", "check", "time"}) EXPECT_GT(r.gpu_stage_ms.count(stage), 0u) << stage;
+    for (const char* stage : {"load", "check", "time", "check.inputs", "check.candidate", "check.reference",
+                              "check.compare", "time.inputs", "time.candidate", "time.reference", "time.compare"})
+      EXPECT_GT(r.gpu_stage_ms.count(stage), 0u) << stage;
+    // The parts are device time within the step's wall time.
+    double check_parts = 0;
+    for (const auto& [name, ms] : r.gpu_stage_ms)
+      if (name.rfind("check.", 0) == 0) check_parts += ms;
+    EXPECT_LE(check_parts, r.gpu_stage_ms.at("check") * 1.01 + 1.0);
     ASSERT_TRUE(r.speedup_ci.has_value());
     EXPECT_LE(r.speedup_ci->low, r.speedup_ci->high);
     ASSERT_TRUE(r.runtime.has_value());

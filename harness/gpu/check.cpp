@@ -117,12 +117,11 @@ std::vector<AccuracyBase> accuracy_base(GpuSession::Impl& s, JobState& st, const
   return s.accuracy_bases.emplace(key, std::move(base)).first->second;
 }
 
-/// Changes a few values of every plain float input: at positions drawn from `seed`, the values of
-/// another draw of the same set there (so they follow the set's law: a cumulative product stays in
-/// range, a probability stays one); returns how many.
-int64_t change_inputs(GpuSession::Impl& s, JobState& st, InputSet set, uint64_t seed) {
+/// Changes a few values of every plain float input: at positions drawn from `seed`, the values at
+/// other positions drawn from it (so they follow the set's law: a cumulative product stays in range,
+/// a probability stays one; no second draw of the whole set is made); returns how many.
+int64_t change_inputs(JobState& st, InputSet set, uint64_t seed) {
   const auto domains = input_domains(st.spec, set);
-  const Tensors other = make_inputs(st.spec, seed, s.device, set);
   torch::manual_seed(seed ^ 0x5EEDull);
   int64_t changed = 0;
   for (size_t i = 0; i < st.inputs.size(); ++i) {
@@ -132,9 +131,11 @@ int64_t change_inputs(GpuSession::Impl& s, JobState& st, InputSet set, uint64_t 
         d.kind != InputDomain::Kind::interval || d.structure != InputDomain::Structure::dense)
       continue;
     const int64_t count = std::min(x.numel(), std::clamp<int64_t>(x.numel() >> 12, 64, int64_t{1} << 20));
-    const auto at =
-        torch::randint(0, x.numel(), {count}, torch::TensorOptions().dtype(torch::kInt64).device(x.device()));
-    x.view(-1).index_put_({at}, other[i].contiguous().view(-1).index({at}));
+    const auto positions = torch::TensorOptions().dtype(torch::kInt64).device(x.device());
+    const auto at = torch::randint(0, x.numel(), {count}, positions);
+    const auto from = torch::randint(0, x.numel(), {count}, positions);
+    auto flat = x.view(-1);
+    flat.index_put_({at}, flat.index({from}));  // index() copies first: the values are the old ones
     changed += count;
   }
   return changed;
@@ -249,8 +250,10 @@ TrialCheck compare_outputs(GpuSession::Impl& s, const JobState& st, const Tensor
 TrialCheck check_against_reference(GpuSession::Impl& s, JobState& st, InputSet set,
                                    std::optional<uint64_t> accuracy_seed) {
   Tensors expected = st.model(st.inputs, st.scalars);
+  s.mark("reference");
   std::vector<double> diffs;
   TrialCheck check = compare_outputs(s, st, expected, set, &diffs);
+  s.mark("compare");
   if (check.passed && accuracy_seed) {
     const auto started = std::chrono::steady_clock::now();
     const auto& base = accuracy_base(s, st, expected, *accuracy_seed);
@@ -272,8 +275,10 @@ TrialCheck check_against_reference(GpuSession::Impl& s, JobState& st, InputSet s
     }
     s.stage_ms["accuracy"] +=
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    s.mark("accuracy");
   }
   for (auto& t : expected) poison_tensor(t);
+  s.mark("compare");
   return check;
 }
 
@@ -304,6 +309,7 @@ CheckResult check_candidate(GpuSession::Impl& s, JobState& st) {
     return result;
   };
   const std::vector<int64_t> param_fp = fingerprints(s, st.params, st.param_key);
+  s.mark("fingerprints");
   st.param_fp = param_fp;  // the timed runs' references must compute with these (time.cpp)
   const std::vector<TrialPlan> plan = trial_plan(job.check, spec.id);
   const size_t changed_trial = changed_input_trial(job.check, spec.id, plan.size());
@@ -323,14 +329,20 @@ CheckResult check_candidate(GpuSession::Impl& s, JobState& st) {
     st.inputs.clear();  // freed first (stream-ordered): one set of inputs in memory, not two
     st.inputs = make_inputs(spec, p.seed, s.device, p.set);
     st.bindings.inputs = &st.inputs;
+    s.mark("inputs");
     const std::vector<int64_t> input_fp = fingerprints(s, st.inputs, st.input_key);
+    s.mark("fingerprints");
 
     if (auto fault = run_once(s, st)) return fail(*fault);
+    s.mark("candidate");
     const std::vector<int64_t> first_fp = fingerprints(s, st.raw_outputs, st.output_key);
+    s.mark("fingerprints");
     if (auto fault = run_once(s, st)) return fail(*fault);
+    s.mark("candidate");
     const std::vector<int64_t> second_fp = fingerprints(s, st.raw_outputs, st.output_key);
 
     if (auto fault = touched(s, st, input_fp, param_fp, where)) return fail(*fault);
+    s.mark("fingerprints");
 
     // The reference runs only now, after the candidate's runs: while the candidate ran, no reference
     // output for these inputs existed anywhere in device memory.
@@ -352,13 +364,17 @@ CheckResult check_candidate(GpuSession::Impl& s, JobState& st) {
     // or on anything short of every value) is wrong here.
     if (k != changed_trial) continue;
     const int64_t changed =
-        change_inputs(s, st, p.set, trial_seed(job.check.secret, spec.id, 6'000'000 + static_cast<int>(k)));
+        change_inputs(st, p.set, trial_seed(job.check.secret, spec.id, 6'000'000 + static_cast<int>(k)));
+    s.mark("changed_inputs");
     if (changed == 0) continue;  // no input takes arbitrary values (indices, probabilities, masks)
     const std::vector<int64_t> changed_fp = fingerprints(s, st.inputs, st.input_key);
+    s.mark("fingerprints");
     if (auto fault = run_once(s, st)) return fail(*fault);
+    s.mark("candidate");
     // The reference runs after this run too: its inputs and parameters must be unchanged, as in a trial.
     if (auto fault = touched(s, st, changed_fp, param_fp, where + ", run again with changed inputs"))
       return fail(*fault);
+    s.mark("fingerprints");
     TrialCheck again = check_against_reference(s, st, p.set, /*accuracy_seed=*/std::nullopt);
     again.trial = static_cast<int>(k);
     again.seed_id = p.seed_id + "-changed";

@@ -179,15 +179,19 @@ GpuJobResult GpuSession::run_checked(const GpuJob& job) {
   if (auto fault = gpu::bind_buffers(s.device, state)) return fail(*fault);
   stage_done("load");
 
+  s.profile.begin(s.cu_stream());
   gpu::CheckResult check = gpu::check_candidate(s, state);
   result.trials = std::move(check.trials);
+  s.profile.add_to(s.stage_ms, "check");
   stage_done("check");
   if (!check.passed()) return fail(*check.fault);
   if (job.timing.stop.max_samples <= 0) return result;  // checks only (benchmarks)
 
+  s.profile.begin(s.cu_stream());
   gpu::Timing timing = gpu::time_candidate(s, state);
   result.candidate_ms = std::move(timing.candidate_ms);
   result.reference_ms = std::move(timing.reference_ms);
+  s.profile.add_to(s.stage_ms, "time");
   stage_done("time");
   if (timing.fault) return fail(*timing.fault);
   result.timed_runs_checked = timing.timed_runs_checked;

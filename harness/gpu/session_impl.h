@@ -23,6 +23,7 @@
 #include "cuda_handles.h"
 #include "gpu_session.h"
 #include "gpu_stages.h"
+#include "step_profile.h"
 
 namespace kbrl {
 
@@ -81,6 +82,10 @@ struct GpuSession::Impl {
   }
 
   std::map<std::string, double> stage_ms;  // the current job's steps (GpuJobResult::stage_ms)
+  /// The device time of each part of the current step ("check.inputs", "time.candidate", ...).
+  cuda::StepProfile profile;
+  /// The work enqueued since the last mark belongs to `part` of the current step (step_profile.h).
+  void mark(const char* part) { profile.mark(part, cu_stream()); }
   /// Jobs this session has run: the timed samples' inputs differ from job to job (time.cpp), so no
   /// candidate meets inputs an earlier candidate's runs saw.
   uint64_t jobs_run = 0;
@@ -91,6 +96,7 @@ struct GpuSession::Impl {
   template <typename Fn>
   double timed_sample(Fn&& fn) {
     flush_l2();
+    mark("l2_flush");
     KBRL_CU_CHECK(cuda::driver().event_record(start.get(), cu_stream()));
     fn();
     KBRL_CU_CHECK(cuda::driver().event_record(stop.get(), cu_stream()));

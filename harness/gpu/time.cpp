@@ -87,6 +87,7 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
   }
   if (!fault) fault = synchronize(s.cu_stream());
   if (fault) return fail(*fault);
+  s.mark("warmups");
 
   // Every reference below computes with the parameters: they must stay the check's (st.param_fp). A
   // rewrite in a warm-up or a timed run would persist into every later reference (a before/after
@@ -105,6 +106,7 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
   };
   if (auto changed = parameter_fault(fingerprints(s, st.params, st.param_key).data(), "a warm-up run"))
     return fail(*changed);
+  s.mark("fingerprints");
 
   const auto n_out = static_cast<int64_t>(st.outputs.size());
   const auto n_in = static_cast<int64_t>(st.inputs.size());
@@ -151,6 +153,7 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
     st.inputs.clear();  // freed first (stream-ordered): one set of inputs in memory, not two
     st.inputs = make_inputs(spec, trial_seed(sample_secret, spec.id, 2'000'000 + draw), s.device, set);
     st.bindings.inputs = &st.inputs;
+    s.mark("inputs");
     const SampleKeys keys{trial_seed(sample_secret, spec.id, 8'000'000 + draw) | 1,
                           trial_seed(sample_secret, spec.id, 9'000'000 + draw) | 1};
     const bool reference_first = (trial_seed(job.check.secret, spec.id, 1'000'000 + draw) & 1) != 0;
@@ -161,10 +164,12 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
         fingerprint_into(st.inputs[i], st.input_key + static_cast<uint64_t>(i), watched_fp[when], i, *s.compare,
                          s.cu_stream());
       watched[sample][when].copy_(watched_fp[when], /*non_blocking=*/true);
+      s.mark("fingerprints");
     };
     auto reference_step = [&](bool timed) {  // run, gather masked, poison
       if (timed) result.reference_ms.push_back(s.timed_sample(reference_once));
       else reference_once();
+      s.mark("reference");
       for (int64_t o = 0; o < n_out; ++o) {
         torch::Tensor r = reference_out[o].contiguous();  // attention's output is a transposed view
         tolerances.back()[o] = settings_for(job.check, r, set);
@@ -172,6 +177,7 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
         if (!r.is_same(reference_out[o])) poison_tensor(r);
       }
       drop_reference_out();
+      s.mark("compare");
     };
     if (watch_inputs) watch(0);
     if (reference_first) reference_step(job.timing.time_reference);
@@ -179,12 +185,14 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
     // inputs, wrong wherever the candidate leaves it, and guard bands written in any timed run stay
     // written until the end (they used to be re-poisoned, which cost a write of every output).
     const double ms = s.timed_sample(candidate_once);
+    s.mark("candidate");
     if (fault) return fail(*fault);
     param_slots.zero_();
     for (int64_t i = 0; i < n_params; ++i)
       fingerprint_into(st.params[i], st.param_key + static_cast<uint64_t>(i), param_slots, i, *s.compare,
                        s.cu_stream());
     params_after[sample].copy_(param_slots, /*non_blocking=*/true);
+    s.mark("fingerprints");
     if (watch_inputs) watch(1);
     if (!reference_first) reference_step(job.timing.time_reference);
     for (int64_t o = 0; o < n_out; ++o) {
@@ -195,6 +203,7 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
       verdicts[sample][o][0].copy_(partials[o].sum(0), /*non_blocking=*/true);
       verdicts[sample][o][1].copy_(std::get<0>(partials[o].max(0)), /*non_blocking=*/true);
     }
+    s.mark("compare");
     result.candidate_ms.push_back(ms);
     ++sample;
     stopped = stop.add(ms);
