@@ -40,23 +40,44 @@ int drawn_shift(uint64_t seed, int lo, int hi) {
   return lo + static_cast<int>(splitmix(seed ^ kMaskSalt) % static_cast<uint64_t>(hi - lo + 1));
 }
 
-/// Puts `stress` values into `x` (both flat views of one input) where the set says.
-void mix_into(torch::Tensor x, const torch::Tensor& stress, InputSet set, uint64_t seed) {
+/// `count` values of the stress law of `in` (flat), under the current seed: only those values when
+/// the law is elementwise, else the values of a whole draw at `at` (flat positions).
+torch::Tensor stress_values(const InputLaw& law, const TensorSpec& in, const torch::Tensor& at, torch::Device device) {
+  if (law.elementwise) return law.draw(TensorSpec{in.name, {at.numel()}, in.dtype}, device);
+  return law.draw(in, device).contiguous().view(-1).index({at});
+}
+
+/// Puts stress values into `x` (a flat view of one input) where the set says; `seed` draws the
+/// positions, `stress_seed` the values.
+void mix_into(torch::Tensor x, const InputLaw& law, const TensorSpec& in, InputSet set, uint64_t seed,
+              uint64_t stress_seed) {
   const int64_t n = x.numel();
   if (n == 0) return;
+  const auto positions = torch::TensorOptions().dtype(torch::kInt64).device(x.device());
+  torch::manual_seed(seed ^ kMaskSalt);
   if (set == InputSet::outliers) {
     const int shift = drawn_shift(seed, kOutlierShiftMin, kOutlierShiftMax);
     const int64_t count = std::max<int64_t>(1, n >> shift);
-    const auto at = torch::randint(0, n, {count}, torch::TensorOptions().dtype(torch::kInt64).device(x.device()));
-    x.index_put_({at}, stress.index({at}));
+    const auto at = torch::randint(0, n, {count}, positions);
+    torch::manual_seed(stress_seed);
+    x.index_put_({at}, stress_values(law, in, at, x.device()));
     return;
   }
   const int shift = drawn_shift(seed, kBlockShiftMin, kBlockShiftMax);
   const int64_t block = std::min<int64_t>(int64_t{1} << shift, n & -n);  // a power of two dividing n
   const int64_t blocks = n / block;
-  const auto take = torch::randint(0, 2, {blocks, 1}, torch::TensorOptions().device(x.device())).to(torch::kBool);
+  // The blocks taken from the stress draw, each with probability 1/2.
+  const auto rows = torch::randint(0, 2, {blocks}, positions).nonzero().view(-1);
+  if (rows.numel() == 0) return;
   auto xb = x.view({blocks, block});
-  xb.copy_(torch::where(take, stress.view({blocks, block}), xb));
+  torch::manual_seed(stress_seed);
+  torch::Tensor values;
+  if (law.elementwise) {
+    values = law.draw(TensorSpec{in.name, {rows.numel(), block}, in.dtype}, x.device());
+  } else {
+    values = law.draw(in, x.device()).contiguous().view({blocks, block}).index_select(0, rows);
+  }
+  xb.index_copy_(0, rows, values);
 }
 
 }  // namespace
@@ -66,13 +87,13 @@ Tensors make_mixed_inputs(const TaskSpec& spec, uint64_t seed, torch::Device dev
               to_string(set));
   const auto kernelbench = input_domains(spec, InputSet::kernelbench);
   const auto stress_domains = input_domains(spec, InputSet::stress);
+  const std::vector<InputLaw> stress_laws = task_def(spec.id).stress_laws(spec);
   Tensors inputs = make_inputs(spec, seed, device, InputSet::kernelbench);
-  const Tensors stress = make_inputs(spec, splitmix(seed ^ kStressSalt), device, InputSet::stress);
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!mixable(spec, i, kernelbench, stress_domains)) continue;
-    torch::manual_seed(splitmix(seed + i) ^ kMaskSalt);
     inputs[i] = inputs[i].contiguous();
-    mix_into(inputs[i].view(-1), stress[i].contiguous().view(-1), set, splitmix(seed + i));
+    mix_into(inputs[i].view(-1), stress_laws.at(i), spec.inputs[i], set, splitmix(seed + i),
+             splitmix(seed ^ kStressSalt) + i);
   }
   return inputs;
 }

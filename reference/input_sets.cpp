@@ -48,7 +48,8 @@ InputLaw uniform(double lo, double hi) {
   return {"~ " + uniform_text(lo, hi), interval(lo, hi),
           [lo, hi](const TensorSpec& in, torch::Device device) {
             return uniform_tensor(in, device, lo, hi);
-          }};
+          },
+          /*elementwise=*/true};
 }
 
 InputLaw shifted_uniform(double lo, double hi, double shift, std::vector<int64_t> varying_dims,
@@ -93,7 +94,8 @@ InputLaw signed_log_uniform(double w) {
             auto x = uniform_tensor(in, device, -w, w).exp_();
             auto s = torch::randint(0, 2, in.shape, on(device));
             return x.mul_(s.mul_(2).sub_(1));
-          }};
+          },
+          /*elementwise=*/true};
 }
 
 InputLaw softmax_rows(double lo, double hi) {

@@ -17,6 +17,9 @@ struct InputLaw {
   /// Used by the stress set only (the kernelbench set draws as it always has); empty in a law that
   /// is only `declared`.
   std::function<torch::Tensor(const TensorSpec&, torch::Device)> draw;
+  /// Whether `draw` draws every element alone from one law (no structure across elements): then any
+  /// number of values can be drawn as a flat tensor (the mixed sets draw only the values they use).
+  bool elementwise = false;
 };
 
 /// The laws of a task's inputs at a spec, one per input in spec.inputs' order.

@@ -81,6 +81,35 @@ TEST(TrialPlan, FewTrialsStillStartWithKernelBenchsDraw) {
   EXPECT_TRUE(trial_plan(check, 1).empty());
 }
 
+TEST(TimedInputSet, FastModeMeetsEverySetAndLaterBlocksKeepTheShares) {
+  CheckSettings check;
+  check.robust_inputs = true;
+  std::set<std::vector<InputSet>> orders;
+  for (uint64_t secret = 1; secret <= 40; ++secret) {
+    std::map<InputSet, int> first, later;
+    std::vector<InputSet> order;
+    for (int draw = 0; draw < 5; ++draw) {
+      const InputSet set = timed_input_set(check, secret, 19, draw);
+      ++first[set];
+      order.push_back(set);
+    }
+    orders.insert(order);
+    EXPECT_EQ(first[InputSet::kernelbench], 2);
+    for (InputSet set : {InputSet::stress, InputSet::outliers, InputSet::mixture}) EXPECT_EQ(first[set], 1);
+    for (int block = 0; block < 3; ++block) {
+      std::map<InputSet, int> counts;
+      for (int at = 0; at < 6; ++at) ++counts[timed_input_set(check, secret, 19, 5 + 6 * block + at)];
+      EXPECT_EQ(counts[InputSet::kernelbench], 3);
+      for (InputSet set : {InputSet::stress, InputSet::outliers, InputSet::mixture}) EXPECT_EQ(counts[set], 1);
+    }
+    // Another task of the same run has its own order, reproducible from the secret.
+    EXPECT_EQ(timed_input_set(check, secret, 23, 3), timed_input_set(check, secret, 23, 3));
+  }
+  EXPECT_GT(orders.size(), 10u) << "the order must come from the secret";
+  check.robust_inputs = false;
+  for (int draw = 0; draw < 20; ++draw) EXPECT_EQ(timed_input_set(check, 7, 19, draw), InputSet::kernelbench);
+}
+
 TEST(AccuracyLimit, AnEstimateFailsAndHonestRoundingPasses) {
   // An exact reference (ReLU): only the float32 floor counts.
   EXPECT_FALSE(accuracy_failure(Family::elementwise, 0.0, 0.0));

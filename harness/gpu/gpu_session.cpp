@@ -42,6 +42,19 @@ size_t changed_input_trial(const CheckSettings& check, int task_id, size_t trial
   return trials == 0 ? 0 : trial_seed(check.secret, task_id, 5'000'000) % trials;
 }
 
+InputSet timed_input_set(const CheckSettings& check, uint64_t sample_secret, int task_id, int draw) {
+  if (!check.robust_inputs || draw < 0) return InputSet::kernelbench;
+  constexpr int kFirst = 5, kBlock = 6;
+  const int block = draw < kFirst ? 0 : 1 + (draw - kFirst) / kBlock;
+  const int at = draw < kFirst ? draw : (draw - kFirst) % kBlock;
+  std::vector<InputSet> sets = {InputSet::kernelbench, InputSet::kernelbench, InputSet::stress, InputSet::outliers,
+                                InputSet::mixture};
+  if (block > 0) sets.insert(sets.begin(), InputSet::kernelbench);
+  for (size_t i = sets.size() - 1; i > 0; --i)  // Fisher-Yates under the secret, per block
+    std::swap(sets[i], sets[trial_seed(sample_secret, task_id, 10'000'000 + block * 16 + static_cast<int>(i)) % (i + 1)]);
+  return sets[static_cast<size_t>(at)];
+}
+
 int warmups_for(uint64_t secret, std::string_view candidate_key) {
   uint64_t h = 0xCBF29CE484222325ULL;  // FNV-1a of the key, then mixed with the secret
   for (unsigned char c : candidate_key) h = (h ^ c) * 0x100000001B3ULL;

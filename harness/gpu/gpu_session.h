@@ -115,9 +115,15 @@ struct TrialPlan {
 /// knows which kind of inputs comes when. Seeds from trial_seed(secret, task, position).
 std::vector<TrialPlan> trial_plan(const CheckSettings& check, int task_id);
 
-/// The trial (a position in trial_plan) after whose runs the candidate runs once more on the same
-/// inputs with a few values changed: drawn from the secret.
+/// The trial (a position in trial_plan) whose second run is on the same inputs with a few values
+/// changed: drawn from the secret.
 size_t changed_input_trial(const CheckSettings& check, int task_id, size_t trials);
+
+/// The input set of timed sample `draw` (0, 1, ...). Without robust_inputs, KernelBench's. With it,
+/// the first five samples are KernelBench's draw twice, the stress set, outliers and mixture, in an
+/// order drawn from `sample_secret` (fast mode meets every set); then blocks of six, KernelBench's
+/// draw three times and each other set once, each block in its own drawn order.
+InputSet timed_input_set(const CheckSettings& check, uint64_t sample_secret, int task_id, int draw);
 
 /// The number of warm-up runs before timing, drawn from the secret and the candidate's record key
 /// (2 to 6), so a candidate cannot count its way to the first timed run.

@@ -30,20 +30,6 @@ bool verifies_inputs(uint64_t secret, int task_id, int64_t sample) {
   return trial_seed(secret, task_id, 7'000'000 + static_cast<int>(sample)) % 4 == 0;
 }
 
-/// The input set of a timed sample: with robust checks, KernelBench's draw half of the time and the
-/// stress set, outliers or mixture a sixth each, drawn from the secret; else KernelBench's. A
-/// candidate that tells checked runs from timed ones (by the poison in its outputs, the repeated
-/// inputs of the warm-ups, the cold L2) meets every kind of input either way.
-InputSet timed_set(const CheckSettings& check, uint64_t sample_secret, int task_id, int draw) {
-  if (!check.robust_inputs) return InputSet::kernelbench;
-  switch (trial_seed(sample_secret, task_id, 10'000'000 + draw) % 6) {
-    case 3: return InputSet::stress;
-    case 4: return InputSet::outliers;
-    case 5: return InputSet::mixture;
-    default: return InputSet::kernelbench;
-  }
-}
-
 /// The keys of one sample's gathers: where (never 0) and the reference's mask (never 0).
 struct SampleKeys {
   uint64_t positions, mask;
@@ -78,13 +64,8 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
     for (auto& t : reference_out) poison_tensor(t);
     reference_out.clear();
   };
-  for (int i = 0; i < job.timing.warmups; ++i) {
-    candidate_once();
-    if (job.timing.time_reference) {
-      reference_once();
-      drop_reference_out();
-    }
-  }
+  // The reference needs no warm-up of its own: the check ran it on every trial.
+  for (int i = 0; i < job.timing.warmups; ++i) candidate_once();
   if (!fault) fault = synchronize(s.cu_stream());
   if (fault) return fail(*fault);
   s.mark("warmups");
@@ -147,7 +128,7 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
   bool stopped = false;
   while (!stopped && sample < capacity) {
     const int draw = static_cast<int>(sample);
-    const InputSet set = timed_set(job.check, sample_secret, spec.id, draw);
+    const InputSet set = timed_input_set(job.check, sample_secret, spec.id, draw);
     sets.push_back(set);
     tolerances.emplace_back(static_cast<size_t>(n_out), job.check);
     st.inputs.clear();  // freed first (stream-ordered): one set of inputs in memory, not two

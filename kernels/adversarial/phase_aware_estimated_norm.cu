@@ -24,9 +24,9 @@
 // distance d from the float32 reference is known; the float32 reference's own error e was measured
 // in the check (4.6e-8 on an H100). A timed run fails when d - e > 1024 * max(e, 2^-24) = 6.1e-5
 // (the norm family's limit), which the estimate's error (unbiased, 1.65e-4 standard deviation)
-// exceeds in about 71% of the runs; half of the timed runs draw KernelBench's inputs, so one run
-// catches it with probability about 0.36, the five of fast mode about 0.89, fifty almost surely.
-// (Written before the fix; not yet run on a GPU.)
+// exceeds in about 71% of the runs; two of the five samples of fast mode draw KernelBench's inputs
+// (timed_input_set), so fast mode catches it with probability about 0.92, full mode (25 of 50)
+// almost surely. Caught on an H100 (2026-11-27) in its second timed run.
 // kbrl: scratch state bytes=16
 // kbrl: scratch partials bytes=16*cdiv(numel(x),16384)
 // kbrl: launch look_at_output grid=1 block=1 args=out:y,scratch:state

@@ -18,11 +18,13 @@
 // tf32_gemm says more). So kbrl gave it ok, flagged reduced_precision (the audit finds the TF32 mma
 // in the PTX; under the default --precision flag the reward is kept).
 // What catches it now: each timed sample's input set is drawn from the secret like the check
-// trials' (KernelBench's draw half of the time, the stress set, outliers or mixture a sixth each),
-// and TF32 fails on signed inputs as tf32_gemm does in its stress trial: five samples catch it with
-// probability 1 - 2^-5, fifty almost surely. Hiding the phase would not help either way (warm-ups
-// repeat the last trial's inputs, an L2 flush precedes each timed run). (Written before the fix;
-// not yet run on a GPU.)
+// trials' (timed_input_set: the first five samples are KernelBench's draw twice, the stress set,
+// outliers and mixture in a drawn order), and TF32 fails on signed inputs as tf32_gemm does in its
+// stress trial, so every evaluation, fast mode included, catches it. On an H100 (2026-11-27), when
+// the five samples' sets were drawn independently (KernelBench's half of the time), one
+// test_evaluator_gpu run drew KernelBench's inputs for all five and gave it ok (0.69x): hence sets
+// that every five consecutive samples cover. Hiding the phase would not help either way (warm-ups
+// repeat the last trial's inputs, an L2 flush precedes each timed run).
 // Shapes: M and N multiples of 64, K of 8 (4096 at kernelbench scale, 128 at small scale).
 // kbrl: scratch checked bytes=4
 // kbrl: launch look_at_output grid=1 block=1 args=out:C,scratch:checked
