@@ -76,10 +76,10 @@ void print_summary(const EvalRecord& r, const std::string& file) {
   if (!r.device.empty()) std::cout << "  device    " << r.device << "\n";
   if (!r.gpu_stage_ms.empty()) {
     std::string stages;
-    for (const char* stage : {"load", "check", "accuracy", "time"})
+    for (const char* stage : {"accuracy", "load", "check", "time"})
       if (auto it = r.gpu_stage_ms.find(stage); it != r.gpu_stage_ms.end())
         stages += fmt::format("{}{} {:.1f} ms", stages.empty() ? "" : ", ", stage, it->second);
-    std::cout << "  gpu time  " << stages << " (check includes accuracy)\n";
+    std::cout << "  gpu time  " << stages << "\n";
   }
   if (!r.compile.ok && !r.compile.log.empty()) std::cout << "--- compile log ---\n" << log_naming_file(r.compile.log, file) << "\n";
 }

@@ -4,7 +4,6 @@
 // result does not pass it); on the first trial of KernelBench's draw, the accuracy against float64
 // (accuracy.h).
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -66,67 +65,15 @@ std::optional<CandidateFault> touched(GpuSession::Impl& s, JobState& st, const s
   return std::nullopt;
 }
 
-/// ||a - b|| for two flat tensors (b float64), in chunks so that no float64 copy of `a` is made whole.
-double distance(const torch::Tensor& a, const torch::Tensor& b) {
-  constexpr int64_t kChunk = int64_t{1} << 26;
-  auto sum = torch::zeros({}, b.options());
-  for (int64_t at = 0; at < a.numel(); at += kChunk) {
-    const int64_t n = std::min(kChunk, a.numel() - at);
-    sum += (a.narrow(0, at, n).to(torch::kFloat64) - b.narrow(0, at, n)).square().sum();
-  }
-  return std::sqrt(sum.item<double>());
-}
-
-/// The float64 facts of the current trial's inputs for each output (AccuracyBase), computed once per
-/// (task, scale, trial seed) from the float32 reference's `expected` and kept; nothing where the
-/// task's reference does not compute in float64.
-std::vector<AccuracyBase> accuracy_base(GpuSession::Impl& s, JobState& st, const Tensors& expected,
-                                        uint64_t seed) {
-  const auto key = std::make_tuple(st.spec.id, st.spec.scale, seed);
-  if (auto it = s.accuracy_bases.find(key); it != s.accuracy_bases.end()) return it->second;
-  std::vector<AccuracyBase> base(expected.size());
-  Tensors exact;
-  int64_t bytes = 0;
-  bool out_of_memory = false;  // a fact of this job (its scratch, its module), not of the inputs
-  try {
-    Tensors in64;
-    for (const auto& x : st.inputs) {
-      in64.push_back(x.is_floating_point() ? x.to(torch::kFloat64) : x);
-      bytes += in64.back().numel() * 8;
-    }
-    exact = s.reference64(st.spec)(in64, st.scalars);
-  } catch (const c10::OutOfMemoryError&) {
-    exact.clear();
-    out_of_memory = true;
-  } catch (const c10::Error&) {
-    exact.clear();  // an operator without a float64 kernel: not measured
-  }
-  for (size_t i = 0; i < exact.size() && i < expected.size(); ++i) {
-    bytes += exact[i].numel() * 8;
-    if (!expected[i].is_floating_point() || exact[i].scalar_type() != torch::kFloat64) continue;
-    const auto e = exact[i].contiguous().view(-1);
-    const double norm = e.norm().item<double>();
-    if (!std::isfinite(norm) || norm == 0) continue;
-    base[i] = {norm, distance(expected[i].reshape(-1), e) / norm};
-  }
-  for (auto& t : exact) poison_tensor(t);
-  exact.clear();
-  // Float64 copies of a large task's inputs take tens of GiB: give them back to the device (another
-  // worker process may need it), not to this process's cache.
-  if (bytes > (int64_t{1} << 30) || out_of_memory) c10::cuda::CUDACachingAllocator::emptyCache();
-  if (out_of_memory) return base;  // not kept: the next job measures it again
-  return s.accuracy_bases.emplace(key, std::move(base)).first->second;
-}
-
-/// Changes a few values of every plain float input: at positions drawn from `seed`, the values at
-/// other positions drawn from it (so they follow the set's law: a cumulative product stays in range,
-/// a probability stays one; no second draw of the whole set is made); returns how many.
-int64_t change_inputs(JobState& st, InputSet set, uint64_t seed) {
-  const auto domains = input_domains(st.spec, set);
+/// Changes a few values of every plain float input of `inputs`: at positions drawn from `seed`, the
+/// values at other positions drawn from it (so they follow the set's law: a cumulative product stays
+/// in range, a probability stays one; no second draw of the whole set is made); returns how many.
+int64_t change_inputs(const TaskSpec& spec, Tensors& inputs, InputSet set, uint64_t seed) {
+  const auto domains = input_domains(spec, set);
   torch::manual_seed(seed ^ 0x5EEDull);
   int64_t changed = 0;
-  for (size_t i = 0; i < st.inputs.size(); ++i) {
-    auto& x = st.inputs[i];
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto& x = inputs[i];
     const InputDomain& d = domains[i];
     if (x.scalar_type() != torch::kFloat32 || !x.is_contiguous() || x.numel() == 0 ||
         d.kind != InputDomain::Kind::interval || d.structure != InputDomain::Structure::dense)
@@ -142,6 +89,90 @@ int64_t change_inputs(JobState& st, InputSet set, uint64_t seed) {
   return changed;
 }
 
+/// The seed of the changed-input run's changes in trial k.
+uint64_t change_seed(const CheckSettings& check, int task_id, size_t k) {
+  return trial_seed(check.secret, task_id, 6'000'000 + static_cast<int>(k));
+}
+
+/// Where the accuracy against float64 is measured: the first trial of KernelBench's draw, on the
+/// inputs its compared run sees (changed, when it is the changed-input trial); nothing without one.
+struct AccuracyTrial {
+  size_t trial = 0;
+  uint64_t key = 0;  // the trial's seed, salted when its compared run's inputs are changed
+  bool changed = false;
+};
+std::optional<AccuracyTrial> accuracy_trial(const std::vector<TrialPlan>& plan, size_t changed_trial) {
+  for (size_t k = 0; k < plan.size(); ++k)
+    if (plan[k].set == InputSet::kernelbench)
+      return AccuracyTrial{k, k == changed_trial ? plan[k].seed ^ 0xC4A26EDull : plan[k].seed, k == changed_trial};
+  return std::nullopt;
+}
+
+/// ||a - b|| for two flat tensors (b float64), in chunks so that no float64 copy of `a` is made whole.
+double distance(const torch::Tensor& a, const torch::Tensor& b) {
+  constexpr int64_t kChunk = int64_t{1} << 26;
+  auto sum = torch::zeros({}, b.options());
+  for (int64_t at = 0; at < a.numel(); at += kChunk) {
+    const int64_t n = std::min(kChunk, a.numel() - at);
+    sum += (a.narrow(0, at, n).to(torch::kFloat64) - b.narrow(0, at, n)).square().sum();
+  }
+  return std::sqrt(sum.item<double>());
+}
+
+/// The float64 facts of `inputs` for each output (AccuracyBase), from the float32 reference's
+/// `expected`; NaN where the task's reference does not compute in float64 or does not fit.
+std::vector<AccuracyBase> measure_accuracy_base(GpuSession::Impl& s, const TaskSpec& spec, const Tensors& inputs,
+                                                const std::vector<double>& scalars, const Tensors& expected) {
+  std::vector<AccuracyBase> base(expected.size());
+  Tensors exact;
+  try {
+    Tensors in64;
+    for (const auto& x : inputs) in64.push_back(x.is_floating_point() ? x.to(torch::kFloat64) : x);
+    exact = s.reference64(spec)(in64, scalars);
+  } catch (const c10::Error&) {
+    exact.clear();  // an operator without a float64 kernel, or a task whose float64 copy does not fit
+  }
+  for (size_t i = 0; i < exact.size() && i < expected.size(); ++i) {
+    if (!expected[i].is_floating_point() || exact[i].scalar_type() != torch::kFloat64) continue;
+    const auto e = exact[i].contiguous().view(-1);
+    const double norm = e.norm().item<double>();
+    if (!std::isfinite(norm) || norm == 0) continue;
+    base[i] = {norm, distance(expected[i].reshape(-1), e) / norm};
+  }
+  return base;
+}
+
+}  // namespace
+
+void prepare_accuracy(GpuSession::Impl& s, const GpuJob& job, const TaskSpec& spec) {
+  const std::vector<TrialPlan> plan = trial_plan(job.check, spec.id);
+  const auto at = accuracy_trial(plan, changed_input_trial(job.check, spec.id, plan.size()));
+  if (!at) return;
+  const auto key = std::make_tuple(spec.id, spec.scale, at->key);
+  if (s.accuracy_bases.count(key)) return;
+  const TrialPlan& p = plan[at->trial];
+  ReferenceModel& model = s.reference(spec);
+  const std::vector<double> scalars = scalars_of(spec);
+  std::vector<AccuracyBase> base;
+  for (int attempt = 0; attempt < 2 && base.empty(); ++attempt) {
+    try {
+      Tensors inputs = make_inputs(spec, p.seed, s.device, p.set);
+      if (at->changed) change_inputs(spec, inputs, p.set, change_seed(job.check, spec.id, at->trial));
+      Tensors expected = model(inputs, scalars);
+      base = measure_accuracy_base(s, spec, inputs, scalars, expected);
+    } catch (const c10::OutOfMemoryError&) {
+      base.clear();  // the fp32 reference itself: give the cache back and try once more
+    }
+    // Float64 copies of a large task's inputs take tens of GiB: give them back to the device (another
+    // worker process may need it), not to this process's cache.
+    c10::cuda::CUDACachingAllocator::emptyCache();
+  }
+  // Computed before the candidate's buffers exist, so a candidate cannot make it fail by asking for
+  // memory; what does not fit here does not fit for any candidate, and stays "not measured".
+  s.accuracy_bases.emplace(key, std::move(base));
+}
+
+namespace {
 }  // namespace
 
 void enqueue_compare(const torch::Tensor& out, const torch::Tensor& ref, const CheckSettings& s,
@@ -243,21 +274,21 @@ TrialCheck compare_outputs(GpuSession::Impl& s, const JobState& st, const Tensor
 }
 
 /// The reference on the current inputs, compared with the candidate's last outputs; the reference's
-/// outputs are poisoned right after (the answer does not outlive its comparison). With
-/// `accuracy_seed` (the trial's seed), the accuracy against float64 too: the candidate's relative
-/// distance d from the float32 answer is known from the comparison, the float32 answer's own error
-/// e from accuracy_base, so the candidate's error is within [d - e, d + e] (the triangle inequality).
-/// The record gets d + e; the candidate fails when even d - e is beyond accuracy.h's limit.
+/// outputs are poisoned right after (the answer does not outlive its comparison). With `accuracy`
+/// (the float64 facts of these inputs, from prepare_accuracy), the accuracy against float64 too: the
+/// candidate's relative distance d from the float32 answer is known from the comparison, the float32
+/// answer's own error e from `accuracy`, so the candidate's error is within [d - e, d + e] (the
+/// triangle inequality). The record gets d + e; the candidate fails when even d - e is beyond
+/// accuracy.h's limit.
 TrialCheck check_against_reference(GpuSession::Impl& s, JobState& st, InputSet set,
-                                   std::optional<uint64_t> accuracy_seed) {
+                                   const std::vector<AccuracyBase>* accuracy) {
   Tensors expected = st.model(st.inputs, st.scalars);
   s.mark("reference");
   std::vector<double> diffs;
   TrialCheck check = compare_outputs(s, st, expected, set, &diffs);
   s.mark("compare");
-  if (check.passed && accuracy_seed) {
-    const auto started = std::chrono::steady_clock::now();
-    const auto& base = accuracy_base(s, st, expected, *accuracy_seed);
+  if (check.passed && accuracy) {
+    const auto& base = *accuracy;
     st.accuracy = base;  // the timed runs are held to the same limit (time.cpp)
     double worst = -1;
     for (size_t i = 0; i < base.size() && i < diffs.size(); ++i) {
@@ -274,9 +305,6 @@ TrialCheck check_against_reference(GpuSession::Impl& s, JobState& st, InputSet s
         check.failure = fmt::format("output '{}': {}", st.spec.outputs[i].name, *failure);
       }
     }
-    s.stage_ms["accuracy"] +=
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-    s.mark("accuracy");
   }
   for (auto& t : expected) poison_tensor(t);
   s.mark("compare");
@@ -301,6 +329,15 @@ void poison_tensor(torch::Tensor& t) {
   else t.fill_(-1);
 }
 
+bool parameters_changed(GpuSession::Impl& s, JobState& st) noexcept {
+  if (st.param_fp.empty()) return false;  // the candidate never ran
+  try {
+    return fingerprints(s, st.params, st.param_key) != st.param_fp;
+  } catch (...) {
+    return true;  // unknown: the references are rebuilt
+  }
+}
+
 CheckResult check_candidate(GpuSession::Impl& s, JobState& st) {
   const GpuJob& job = st.job;
   const TaskSpec& spec = st.spec;
@@ -314,7 +351,13 @@ CheckResult check_candidate(GpuSession::Impl& s, JobState& st) {
   st.param_fp = param_fp;  // the timed runs' references must compute with these (time.cpp)
   const std::vector<TrialPlan> plan = trial_plan(job.check, spec.id);
   const size_t changed_trial = changed_input_trial(job.check, spec.id, plan.size());
-  bool accuracy_measured = false;
+  // The float64 facts of the accuracy trial, computed before the candidate's buffers existed.
+  const std::optional<AccuracyTrial> accuracy_at = accuracy_trial(plan, changed_trial);
+  const std::vector<AccuracyBase>* accuracy = nullptr;
+  if (accuracy_at) {
+    const auto it = s.accuracy_bases.find(std::make_tuple(spec.id, spec.scale, accuracy_at->key));
+    if (it != s.accuracy_bases.end()) accuracy = &it->second;
+  }
 
   if (plan.empty()) {  // timing only (benchmarks): one input set, no checks
     st.inputs = make_inputs(spec, trial_seed(job.check.secret, spec.id, 0), s.device);
@@ -343,7 +386,7 @@ CheckResult check_candidate(GpuSession::Impl& s, JobState& st) {
     int64_t changed = 0;
     if (k == changed_trial) {
       if (auto fault = touched(s, st, input_fp, param_fp, where)) return fail(*fault);  // the first run's
-      changed = change_inputs(st, p.set, trial_seed(job.check.secret, spec.id, 6'000'000 + static_cast<int>(k)));
+      changed = change_inputs(spec, st.inputs, p.set, change_seed(job.check, spec.id, k));
       s.mark("changed_inputs");
       if (changed > 0) input_fp = fingerprints(s, st.inputs, st.input_key);
       s.mark("fingerprints");
@@ -364,12 +407,8 @@ CheckResult check_candidate(GpuSession::Impl& s, JobState& st) {
 
     // The reference runs only now, after the candidate's runs: while the candidate ran, no reference
     // output for these inputs existed anywhere in device memory.
-    const bool measure_accuracy = !accuracy_measured && p.set == InputSet::kernelbench;
-    accuracy_measured = accuracy_measured || measure_accuracy;
-    // The float64 facts are kept per inputs: the changed ones are keyed apart from the trial's.
-    const uint64_t accuracy_key = changed > 0 ? p.seed ^ 0xC4A26EDull : p.seed;
-    TrialCheck check =
-        check_against_reference(s, st, p.set, measure_accuracy ? std::optional(accuracy_key) : std::nullopt);
+    const bool measures_accuracy = accuracy_at && accuracy_at->trial == k;
+    TrialCheck check = check_against_reference(s, st, p.set, measures_accuracy ? accuracy : nullptr);
     check.trial = static_cast<int>(k);
     check.seed_id = changed > 0 ? p.seed_id + "-changed" : p.seed_id;
     result.trials.push_back(check);

@@ -62,8 +62,9 @@ struct GpuJobResult {
   std::vector<double> reference_ms;  // paired with candidate_ms, sample by sample
   int64_t timed_runs_checked = 0;    // timed runs whose output was verified (all of them)
   bool restart_worker = false;  // a sticky CUDA error poisoned this process's context
-  /// Wall milliseconds of each step that ran: "load", "check" (of which "accuracy": the float64
-  /// computation), "time".
+  /// Wall milliseconds of each step that ran: "accuracy" (the float64 computation, when this job made
+  /// it), "load", "check", "time"; and the device milliseconds of each step's parts ("check.inputs",
+  /// "time.candidate", ...: step_profile.h).
   std::map<std::string, double> stage_ms;
 };
 

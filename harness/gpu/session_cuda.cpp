@@ -166,15 +166,19 @@ GpuJobResult GpuSession::run_checked(const GpuJob& job) {
     clock = now;
     result.stage_ms = s.stage_ms;
   };
+  gpu::prepare_accuracy(s, job, spec);
+  stage_done("accuracy");
+
+  gpu::JobState state(job, spec, s.reference(spec));
   auto fail = [&](const gpu::CandidateFault& f) {
     result.outcome = f.outcome;
     result.detail = f.detail;
     result.restart_worker = f.sticky;
-    if (f.drop_reference) s.drop_references(spec);
+    // A run that rewrote the parameters and then faulted, before any check looked, must not leave
+    // them for the next candidate's reference (a sticky fault replaces the process anyway).
+    if (f.drop_reference || (!f.sticky && gpu::parameters_changed(s, state))) s.drop_references(spec);
     return result;
   };
-
-  gpu::JobState state(job, spec, s.reference(spec));
   if (auto fault = gpu::load_candidate(job, state.loaded)) return fail(*fault);
   if (auto fault = gpu::bind_buffers(s.device, state)) return fail(*fault);
   stage_done("load");

@@ -43,8 +43,8 @@ struct GpuSession::Impl {
   torch::Tensor l2_flush;  // 2x L2, written before every timed sample
   std::map<std::pair<int, Scale>, ReferenceModel> references;
   std::map<std::pair<int, Scale>, ReferenceModel> references64;  // the same in float64 (accuracy.h)
-  /// Per (task, scale, trial seed): two numbers per output, computed once (the trial's inputs are the
-  /// same for every candidate of a run); no answer is kept.
+  /// Per (task, scale, trial seed): two numbers per output, computed once before the first candidate
+  /// (the trial's inputs are the same for every candidate of a run); no answer is kept.
   std::map<std::tuple<int, Scale, uint64_t>, std::vector<AccuracyBase>> accuracy_bases;
   std::unique_ptr<CompareKernel> compare;
   std::pair<int, Scale> last_task{0, Scale::kernelbench};
@@ -190,6 +190,14 @@ std::optional<CandidateFault> enqueue(const GpuJob& job, const LoadedCandidate& 
 std::optional<CandidateFault> synchronize(CUstream stream);
 
 // --- check (gpu/check.cpp) ---
+/// Computes and keeps (Impl::accuracy_bases) the float64 facts of the check's accuracy trial (the
+/// first of KernelBench's draw), once per task, scale and trial seed, before the candidate's buffers
+/// exist: a candidate cannot make the float64 run fail by asking for memory. Not measured (NaN)
+/// where the task's float64 computation does not fit or has no kernel.
+void prepare_accuracy(GpuSession::Impl& session, const GpuJob& job, const TaskSpec& spec);
+/// Whether the candidate's runs left the reference's parameters other than the check found them (a
+/// run that faulted before the check looked): then the references are rebuilt.
+bool parameters_changed(GpuSession::Impl& session, JobState& state) noexcept;
 /// The trials: runs, compares with the reference, verifies inputs, parameters and determinism.
 CheckResult check_candidate(GpuSession::Impl& session, JobState& state);
 /// Enqueues the comparison of one output with the reference's into `partials` ([kBlocks,

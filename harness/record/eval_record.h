@@ -13,7 +13,7 @@
 //    "runtime": RuntimeStats | null, "reference": RuntimeStats | null,
 //    "speedup", "speedup_ci": {"low", "high"} | null, "reward", "outcome": "<Outcome>",
 //    "outcome_detail", "flags": [...], "inputs": "robust" | "kernelbench",
-//    "device", "kbrl_version", "timestamp", "gpu_stage_ms"?: {"load", "check", "accuracy", "time"}}
+//    "device", "kbrl_version", "timestamp", "gpu_stage_ms"?: {"accuracy", "load", "check", "time", "check.inputs", ...}}
 // (a field marked ? is written only when measured).
 // where RuntimeStats is {"n", "median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "q1_ms",
 // "q3_ms", "iqr_ms"}. A non-finite number (a NaN error, say) is written as the string "nan",
