@@ -1,4 +1,4 @@
-// `kbrl prompt`: prints exactly what a language-model policy sends for a task (policies/prompt.h):
+// `kbrl prompt`: prints exactly what a language-model policy sends for a task (kernels/prompt.h):
 // the version line, then the system and user parts, or the three as one JSON object.
 #include <fstream>
 #include <iostream>
@@ -11,7 +11,7 @@
 
 #include "commands.h"
 #include <harness/record/eval_record.h>
-#include <policies/prompt.h>
+#include <kernels/prompt.h>
 #include <reference/task_registry.h>
 
 namespace kbrl::cli {

@@ -22,7 +22,7 @@
 #include <policies/baseline_policies.h>
 #include <policies/corpus.h>
 #include <policies/lm/lm_policy.h>
-#include <policies/prompt.h>
+#include <kernels/prompt.h>
 
 namespace kbrl::cli {
 namespace {

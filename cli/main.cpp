@@ -6,6 +6,7 @@
 #include <kbrl/cli_main.h>
 #include <kbrl/error.h>
 
+#include <harness/evaluator.h>  // harness_errors_recorded
 #include <harness/record/eval_record.h>  // kbrl_version
 
 #include "commands.h"
@@ -33,5 +34,9 @@ int main(int argc, char** argv) {
   kbrl::cli::add_model_command(app);
   kbrl::cli::add_serve_command(app);
   app.set_version_flag("--version", "kbrl " + std::string(kbrl::kbrl_version()));
-  return kbrl::cli::run_program("kbrl", app, argc, argv, [] { return kbrl::cli::command_exit_code(); });
+  return kbrl::cli::run_program("kbrl", app, argc, argv, [&app] {
+    // A server answers harness faults to its clients and goes on; a command that ran a batch fails.
+    if (!app.got_subcommand("serve")) kbrl::cli::fail_on_harness_errors(kbrl::harness_errors_recorded());
+    return kbrl::cli::command_exit_code();
+  });
 }

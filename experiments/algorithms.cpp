@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include <kbrl/error.h>
-#include <policies/prompt.h>
+#include <kernels/prompt.h>
 #include <reference/task_registry.h>
 
 namespace kbrl {

@@ -7,7 +7,7 @@
 
 #include <kbrl/enum_names.h>
 #include <policies/policy.h>
-#include <policies/prompt.h>
+#include <kernels/prompt.h>
 
 #include "environment.h"
 

@@ -12,7 +12,7 @@
 #include <kernels/action.h>
 #include <policies/endpoint_policy.h>
 #include <policies/endpoint_wire.h>
-#include <policies/http_client.h>
+#include <kbrl/http_client.h>
 #include <reference/task_semantics.h>
 
 

@@ -1,5 +1,6 @@
 #include "evaluator.h"
 
+#include <atomic>
 #include <unistd.h>
 
 #include <chrono>
@@ -68,6 +69,13 @@ nlohmann::json EvalSettings::key_json() const {
           {"precision", std::string(to_string(reward.precision))},
           {"arch", arch}};
 }
+
+namespace {
+std::atomic<int64_t> harness_errors{0};
+}  // namespace
+
+int64_t harness_errors_recorded() { return harness_errors.load(); }
+void count_harness_errors(int64_t n) { harness_errors += n; }
 
 struct Evaluator::Impl {
   std::unique_ptr<CompileCache> cache;
@@ -329,9 +337,13 @@ EvalRecord Evaluator::finish(const TaskSpec& spec, const KeyedCandidate& keyed_c
       result.detail = fmt::format("the worker {} while running the candidate: {}", to_string(call.status),
                                   call.detail);
       break;
-    case CallStatus::handler_error:
-      throw Error(fmt::format("GPU worker failed on task {} (a harness fault, not the candidate's): {}",
-                              spec.id, call.reply.dump()));
+    case CallStatus::handler_error:  // the worker lives on; the batch goes on
+      result.outcome = Outcome::harness_error;
+      count_harness_errors(1);
+      result.detail = fmt::format("the GPU worker failed on this candidate (a harness fault, not the candidate's; a "
+                                  "rerun evaluates it again): {}",
+                                  call.reply.dump());
+      break;
   }
   record.outcome = result.outcome;
   record.outcome_detail = result.detail;

@@ -80,6 +80,12 @@ struct KeyedCandidate {
   std::string key;
 };
 
+/// Records of this process that say `harness_error` (the GPU worker's handler failed on a candidate,
+/// here or on a kbrl serve that answered): a batch goes on past them, and the program that ran it
+/// exits 1 at its end (kbrl/cli_main.h). Counted by the Evaluator and by serve's Client.
+int64_t harness_errors_recorded();
+void count_harness_errors(int64_t n);
+
 class Evaluator {
  public:
   explicit Evaluator(EvalSettings settings);

@@ -48,7 +48,7 @@ const std::vector<CatalogKernel> kKnownGood = {
   {"conv2d_3x3", 63, "known_good/conv2d_3x3.cu", Outcome::ok,
    "Conv2d 16->128 k3: direct, 32x8 output tile x 16 channels per block, weights in shared memory"},
   // The scaffold form (`// kbrl: scaffold`): the body of kbrl_forward, as a body-style text answer
-  // reads (the prompts' worked examples, policies/prompt.h).
+  // reads (the prompts' worked examples, kernels/prompt.h).
   {"relu_body", 19, "known_good/relu_body.cu", Outcome::ok,
    "ReLU as a scaffold body: a helper, a grid capped at 8192 blocks, one KBRL_GRID_STRIDE_LOOP"},
   {"scalar_multiply_body", 5, "known_good/scalar_multiply_body.cu", Outcome::ok,

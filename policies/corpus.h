@@ -16,7 +16,7 @@
 #include <kernels/knob_space.h>
 #include <reference/task.h>
 
-#include "prompt.h"
+#include <kernels/prompt.h>
 
 namespace kbrl {
 

@@ -40,9 +40,9 @@
 
 #include <kbrl/enum_names.h>
 
-#include "http_client.h"
+#include <kbrl/http_client.h>
 #include "policy.h"
-#include "prompt.h"
+#include <kernels/prompt.h>
 
 namespace kbrl {
 

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "endpoint_policy.h"
-#include "http_client.h"
-#include "prompt.h"
+#include <kbrl/http_client.h>
+#include <kernels/prompt.h>
 
 namespace kbrl::endpoint_wire {
 

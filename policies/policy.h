@@ -32,7 +32,7 @@ struct Sample {
   std::vector<double> logprobs;
   Config config;               // knobs: the tokens decoded (always a legal configuration)
   std::string text;            // text: the model's raw output
-  std::string prompt_version;  // text: the version id of the prompt it answered (policies/prompt.h)
+  std::string prompt_version;  // text: the version id of the prompt it answered (kernels/prompt.h)
   std::string finish_reason;   // text: "stop", "length", ... as the server reports it
 
   /// The action realize() reads.

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "prompt.h"
+#include <kernels/prompt.h>
 
 namespace kbrl {
 

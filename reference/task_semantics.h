@@ -1,6 +1,6 @@
 #pragma once
 // What each task's reference computes, in our own words: the sentence a language model's prompt
-// shows (policies/prompt.h). Written from the libtorch references in reference/tasks_*.cpp.
+// shows (kernels/prompt.h). Written from the libtorch references in reference/tasks_*.cpp.
 #include <string_view>
 
 namespace kbrl {

@@ -12,7 +12,7 @@
 #include <kbrl/error.h>
 #include <kernels/action.h>
 #include <kernels/candidate_file.h>
-#include <policies/prompt.h>
+#include <kernels/prompt.h>
 #include <reference/splits.h>
 #include <reference/task_registry.h>
 

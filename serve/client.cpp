@@ -10,7 +10,8 @@
 #include <fmt/format.h>
 
 #include <kbrl/error.h>
-#include <policies/http_client.h>
+#include <harness/evaluator.h>  // count_harness_errors
+#include <kbrl/http_client.h>
 
 namespace kbrl::serving {
 namespace {
@@ -138,6 +139,8 @@ std::vector<EvalRecord> Client::evaluate(const nlohmann::json& items) {
   std::vector<EvalRecord> records;
   records.reserve(items.size());
   for (const Json& r : answer["records"]) records.push_back(record_from_json(r));
+  count_harness_errors(std::count_if(records.begin(), records.end(),
+                                     [](const EvalRecord& r) { return r.outcome == Outcome::harness_error; }));
   return records;
 }
 

@@ -213,7 +213,7 @@ void Scheduler::answer(const std::string& key, const EvalRecord& record) {
       waiters = std::move(it->second);
       in_flight_.erase(it);
     }
-    recent_.remember(key, record);
+    if (record.outcome != Outcome::harness_error) recent_.remember(key, record);  // a rerun tries again
     count_answered(record.outcome, static_cast<int64_t>(waiters.size()));
     metrics_.deduplicated += waiters.empty() ? 0 : static_cast<int64_t>(waiters.size()) - 1;
   }

@@ -24,6 +24,15 @@ enum ExitCode : int {
   kExitSkipped = 77,           // kbrl-experiment: nothing to run on (no GPU, no --arch); CTest's skip
 };
 
+/// Throws Error (exit 1) when a batch recorded `harness_error` for some candidates: everything was
+/// written, and a rerun with the same rollout log evaluates just those again.
+inline void fail_on_harness_errors(long long count) {
+  if (count > 0)
+    throw Error(std::to_string(count) +
+                " candidate(s) hit a harness fault: their records say harness_error, everything else was "
+                "written, and a rerun with the same --log evaluates just those again");
+}
+
 /// Parses the arguments, runs `body` (after the subcommands' callbacks) and returns the exit code.
 inline int run_program(const char* program, CLI::App& app, int argc, char** argv,
                        const std::function<int()>& body) {

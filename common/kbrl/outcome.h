@@ -25,6 +25,7 @@ enum class Outcome {
   guard_violation,
   impossible,
   not_run,  // compiled, but there is no GPU to run it (compile-only evaluation, e.g. with --arch)
+  harness_error,  // the harness failed on this candidate (not the candidate's fault): not kept, a rerun evaluates it again
 };
 
 template <>
@@ -46,6 +47,7 @@ struct EnumNames<Outcome> {
       {Outcome::guard_violation, "guard_violation"},
       {Outcome::impossible, "impossible"},
       {Outcome::not_run, "not_run"},
+      {Outcome::harness_error, "harness_error"},
   };
 };
 

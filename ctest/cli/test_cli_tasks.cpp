@@ -53,7 +53,7 @@ TEST(CliSplits, ListsTheNamedSplits) {
     EXPECT_NE(r.output.find(name), std::string::npos) << name;
 }
 
-// `kbrl prompt`: what a language-model policy sends (policies/prompt.h).
+// `kbrl prompt`: what a language-model policy sends (kernels/prompt.h).
 TEST(CliPrompt, PrintsVersionSystemUserAndTheSignature) {
   auto r = run_cli("prompt --task 19");
   ASSERT_EQ(r.status, 0) << r.output;

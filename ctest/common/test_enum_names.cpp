@@ -20,7 +20,7 @@
 #include <kernels/candidate_json.h>
 #include <policies/endpoint_policy.h>
 #include <policies/policy.h>
-#include <policies/prompt.h>
+#include <kernels/prompt.h>
 #include <reference/task.h>
 
 namespace kbrl {
@@ -58,7 +58,7 @@ std::string parse_error(std::string_view text) {
 }
 
 TEST(EnumNames, EveryTableRoundTrips) {
-  expect_round_trip(Outcome::not_run, parse_outcome);
+  expect_round_trip(Outcome::harness_error, parse_outcome);
   expect_round_trip(DType::b8);
   expect_round_trip(Scale::small, parse_scale);
   expect_round_trip(Family::attention, parse_family);
@@ -100,7 +100,7 @@ TEST(EnumNames, BadNameIsInputErrorNamingTheLegalValues) {
   EXPECT_EQ(parse_error<Outcome>(""), "unknown outcome '' (expected ok, format_error, unsupported_format, "
                                       "compile_error, load_error, launch_error, runtime_error, "
                                       "timeout, wrong_shape, wrong_answer, nondeterministic, "
-                                      "input_mutated, guard_violation, impossible, not_run)");
+                                      "input_mutated, guard_violation, impossible, not_run, harness_error)");
   // A table's note follows the list.
   EXPECT_EQ(parse_error<InputChecks>("all"),
             "unknown input checks 'all' (expected robust, kernelbench): robust checks "

@@ -1,5 +1,7 @@
 // A worker for the isolation tests: its handler does whatever the request's "op" asks, including
-// the ways a real worker can go wrong (hang, crash, exit, talk nonsense, flood its output).
+// the ways a real worker can go wrong (hang, crash, exit, talk nonsense, flood its output). It also
+// plays a GPU worker for the evaluator's tests without a GPU ("info", "peaks", "run"): every job is
+// `ok` at 1 ms against a 2 ms reference, except on task 5, where the handler fails (a harness fault).
 //   fake_worker [--delay-hello MS] [--exit-after-hello]
 #include <signal.h>
 #include <sys/resource.h>
@@ -58,6 +60,18 @@ Json handle(const Json& request) {
   if (op == "restart")
     return {{"note", "context poisoned"}, {std::string(kbrl::kRestartWorkerKey), true}};
   if (op == "throw") throw std::runtime_error("handler failed on purpose");
+  if (op == "info")
+    return {{"device",
+             {{"name", "fake GPU"}, {"arch", "sm_90a"}, {"sm_count", 132}, {"l2_bytes", 50 << 20},
+              {"memory_bytes", int64_t{80} << 30}, {"cc_major", 9}, {"cc_minor", 0}}}};
+  if (op == "peaks")
+    return {{"peaks", {{"copy_bytes_per_s", 3e12}, {"fp32_flops_per_s", 5e13}, {"tf32_flops_per_s", 4e14}}}};
+  if (op == "run") {
+    if (request.at("job").at("task_id").get<int>() == 5) throw std::runtime_error("fake GPU worker: failed on task 5");
+    return {{"result",
+             {{"outcome", "ok"}, {"detail", ""}, {"trials", Json::array()}, {"candidate_ms", {1.0, 1.0, 1.0, 1.0, 1.0}},
+              {"reference_ms", {2.0, 2.0, 2.0, 2.0, 2.0}}, {"timed_runs_checked", 5}}}};
+  }
   if (op == "spawn_grandchild") {  // a child that would outlive the worker without a group kill
     const pid_t child = ::fork();
     if (child == 0) {

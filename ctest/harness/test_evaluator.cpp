@@ -74,6 +74,53 @@ Candidate relu_candidate() {
       task_spec(19, Scale::small));
 }
 
+Candidate scale_candidate() {
+  return parse_candidate_file(
+      "// kbrl: launch scale grid=cdiv(numel(A),256) block=256 args=in:A,scalar:s,out:C,i64:numel(A)\n"
+      "extern \"C\" __global__ void scale(const float* a, float s, float* c, long long n) {\n"
+      "  long long i = blockIdx.x * 256ll + threadIdx.x; if (i < n) c[i] = a[i] * s; }\n",
+      task_spec(5, Scale::small));
+}
+
+TEST(Evaluator, AHarnessFaultOnOneCandidateIsRecordedAndTheBatchGoesOn) {
+  // The fake worker plays a GPU (fake_worker.cpp): ok everywhere, its handler fails on task 5.
+  EvalSettings s = cpu_settings();
+  s.worker_program = KBRL_FAKE_WORKER;
+  s.peaks = DevicePeaks{3e12, 5e13, 4e14};
+  Evaluator evaluator(s);
+  const auto path = std::filesystem::temp_directory_path() / fmt::format("kbrl-harness-fault-{}.jsonl", ::getpid());
+  std::filesystem::remove(path);
+  const int64_t faults_before = harness_errors_recorded();
+  std::string fault_key;
+  {
+    RolloutLog log(path);
+    evaluator.attach_log(&log);
+    const std::vector<KeyedCandidate> batch = {evaluator.keyed(relu_candidate()), evaluator.keyed(scale_candidate()),
+                                               evaluator.keyed(relu_candidate())};
+    const std::vector<EvalRecord> records = evaluator.evaluate_all(batch, "unit-test");
+    ASSERT_EQ(records.size(), 3u);
+    EXPECT_EQ(records[0].outcome, Outcome::ok) << records[0].outcome_detail;
+    EXPECT_NEAR(records[0].speedup, 2.0, 1e-9);
+    EXPECT_EQ(records[1].outcome, Outcome::harness_error);
+    EXPECT_NE(records[1].outcome_detail.find("failed on task 5"), std::string::npos) << records[1].outcome_detail;
+    EXPECT_NE(records[1].outcome_detail.find("not the candidate's"), std::string::npos) << records[1].outcome_detail;
+    EXPECT_EQ(records[1].reward, 0.0);
+    EXPECT_EQ(records[2].outcome, Outcome::ok);
+    EXPECT_EQ(harness_errors_recorded(), faults_before + 1);
+    // Written for the record, but not a record a rerun takes back.
+    EXPECT_EQ(log.size(), 2u);
+    fault_key = records[1].key;
+    EXPECT_FALSE(log.contains(fault_key));
+    EXPECT_FALSE(log.find(fault_key).has_value());
+    EXPECT_TRUE(log.contains(records[0].key));
+    evaluator.attach_log(nullptr);
+  }
+  RolloutLog reopened(path);  // the same after a restart
+  EXPECT_EQ(reopened.size(), 2u);
+  EXPECT_FALSE(reopened.contains(fault_key));
+  std::filesystem::remove(path);
+}
+
 TEST(Evaluator, CompileOnlyRecordsNotRunWithoutStartingAWorker) {
   EvalSettings s = cpu_settings();
   s.compile_only = true;

@@ -17,7 +17,7 @@
 #include <map>
 
 #include <nlohmann/json.hpp>
-#include <policies/http_client.h>
+#include <kbrl/http_client.h>
 #include <policies/lm/language_model.h>
 #include <policies/lm/lm_policy.h>
 #include <reference/task_registry.h>

@@ -21,7 +21,7 @@
 #include <kernels/action.h>
 #include <kernels/generator.h>
 #include <policies/corpus.h>
-#include <policies/prompt.h>
+#include <kernels/prompt.h>
 #include <reference/splits.h>
 #include <reference/task_registry.h>
 

@@ -25,7 +25,7 @@
 #include <harness/gpu/gpu_session.h>
 #include <kernels/action.h>
 #include <policies/lm/lm_policy.h>
-#include <policies/prompt.h>
+#include <kernels/prompt.h>
 #include <reference/task_registry.h>
 
 namespace kbrl::lm {

@@ -19,7 +19,7 @@
 #include <fstream>
 
 #include <nlohmann/json.hpp>
-#include <policies/http_client.h>
+#include <kbrl/http_client.h>
 #include <policies/lm/language_model.h>
 #include <policies/lm/model_file.h>
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <policies/http_client.h>
+#include <kbrl/http_client.h>
 #include <policies/lm/gguf.h>
 #include <policies/lm/tokenizer.h>
 

@@ -1,4 +1,4 @@
-// The prompts a language-model policy sends (policies/prompt.h) and the semantics sentences they
+// The prompts a language-model policy sends (kernels/prompt.h) and the semantics sentences they
 // show (reference/task_semantics.h): coverage of all 100 tasks, the task's shapes and scaffold,
 // worked examples of other tasks that realize as answers, versions, SDPO feedback caps, size.
 #include <algorithm>
@@ -15,7 +15,7 @@
 #include <kbrl/error.h>
 #include <kernels/action.h>
 #include <kernels/scaffold.h>
-#include <policies/prompt.h>
+#include <kernels/prompt.h>
 #include <reference/task_registry.h>
 #include <reference/task_semantics.h>
 

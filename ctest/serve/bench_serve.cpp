@@ -23,7 +23,7 @@
 
 #include <harness/gpu/gpu_session.h>
 #include <kernels/candidate_file.h>
-#include <policies/http_client.h>
+#include <kbrl/http_client.h>
 #include <reference/task_registry.h>
 #include <serve/server.h>
 

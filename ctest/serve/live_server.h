@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <policies/http_client.h>
+#include <kbrl/http_client.h>
 #include <serve/scheduler.h>
 #include <serve/server.h>
 

@@ -15,7 +15,7 @@
 
 #include <gtest/gtest.h>
 
-#include <policies/http_client.h>
+#include <kbrl/http_client.h>
 #include <serve/client.h>
 #include <serve/server.h>
 #include <experiments/environment.h>

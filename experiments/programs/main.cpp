@@ -285,5 +285,9 @@ int main(int argc, char** argv) {
                  "with each sample");
   app.add_option("--token-file", o.token_file, "a file holding the --evaluator servers' bearer token");
   app.set_version_flag("--version", "kbrl-experiment " + std::string(kbrl::kbrl_version()));
-  return kbrl::cli::run_program("kbrl-experiment", app, argc, argv, [&] { return kbrl::run(o); });
+  return kbrl::cli::run_program("kbrl-experiment", app, argc, argv, [&] {
+    const int code = kbrl::run(o);
+    kbrl::cli::fail_on_harness_errors(kbrl::harness_errors_recorded());
+    return code;
+  });
 }

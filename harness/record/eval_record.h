@@ -108,7 +108,7 @@ struct ActionInfo {
   ActionKind kind = ActionKind::knobs;
   std::string code;         // text: the code extracted from the text (kernels/action.h)
   int64_t token_count = 0;  // text: the model's tokens; knobs: one per knob
-  std::string prompt_version;  // text: the prompt it answered (policies/prompt.h)
+  std::string prompt_version;  // text: the prompt it answered (kernels/prompt.h)
   bool operator==(const ActionInfo&) const = default;
 };
 

@@ -116,7 +116,8 @@ RolloutLog::RolloutLog(std::filesystem::path path) : path_(std::move(path)) {
   }
   try {
     const Scan scan = scan_log(path_, [this](EvalRecord&& record, uintmax_t offset, size_t length) {
-      keys_.insert_or_assign(std::move(record.key), Extent{offset, length});
+      // A harness fault is kept for the record but never taken back: a rerun evaluates it again.
+      if (record.outcome != Outcome::harness_error) keys_.insert_or_assign(std::move(record.key), Extent{offset, length});
     });
     count_ = scan.records;
     file_size_ = scan.good_end;
@@ -178,7 +179,7 @@ void RolloutLog::append(const EvalRecord& record) {
     }
   }
   if (::fsync(fd_) != 0) throw_os(fmt::format("fsync({})", path_.string()), errno);
-  keys_.insert_or_assign(record.key, Extent{file_size_, line.size() - 1});
+  if (record.outcome != Outcome::harness_error) keys_.insert_or_assign(record.key, Extent{file_size_, line.size() - 1});
   file_size_ += line.size();
   ++count_;
 }

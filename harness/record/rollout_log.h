@@ -51,9 +51,11 @@ class RolloutLog {
   /// error it truncates the partial line away and throws ApiError.
   void append(const EvalRecord& record);
 
+  /// Whether a record is logged under `key`; a `harness_error` record does not count (it is kept in
+  /// the file, and a rerun evaluates its candidate again).
   bool contains(std::string_view key) const;
-  /// The record logged under `key` (the latest, if a key was logged twice), read back from the file;
-  /// nullopt when there is none.
+  /// The record logged under `key` (the latest, if a key was logged twice; never a `harness_error`),
+  /// read back from the file; nullopt when there is none.
   std::optional<EvalRecord> find(std::string_view key) const;
   size_t size() const { return count_; }  // records in the file
   size_t repaired_bytes() const { return repaired_bytes_; }  // dropped at open

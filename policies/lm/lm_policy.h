@@ -1,6 +1,6 @@
 #pragma once
 // LmPolicy: a language model in the process as a TrainablePolicy (docs/design.md, Policies). The
-// action is text: the task's prompt (policies/prompt.h) in the model's chat template, sampled with
+// action is text: the task's prompt (kernels/prompt.h) in the model's chat template, sampled with
 // a KV cache; per-token log-probs under the sampling distribution (logits / temperature; the
 // model's own at temperature 1 for greedy samples) so that GRPO's ratios compare like with like.
 // LoRA adapters on the chosen projections (q, k, v, o, gate, up, down); an optimizer step over a
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include <policies/policy.h>
-#include <policies/prompt.h>
+#include <kernels/prompt.h>
 
 #include "language_model.h"
 

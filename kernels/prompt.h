@@ -74,7 +74,7 @@ struct Prompt {
 /// `file`), shown at `task`'s scale: a deterministic choice taking the task's family first, then
 /// related families, then the rest, each in catalog order. Throws InputError for shots outside
 /// 0..kMaxPromptShots, and when the kernels directory cannot be read.
-/// to_string(SystemPrompt) and parse_system_prompt are defined with it (policies/prompt.cpp).
+/// to_string(SystemPrompt) and parse_system_prompt are defined with it (kernels/prompt.cpp).
 Prompt build_prompt(const TaskSpec& task, const PromptOptions& options = {});
 
 /// The answer a model should give for `task`: the task's own known-good kernel
