@@ -120,7 +120,8 @@ double distance(const torch::Tensor& a, const torch::Tensor& b) {
 }
 
 /// The float64 facts of `inputs` for each output (AccuracyBase), from the float32 reference's
-/// `expected`; NaN where the task's reference does not compute in float64 or does not fit.
+/// `expected`; NaN where the task's reference does not compute in float64 or does not fit. The
+/// float64 answer is poisoned before it is freed.
 std::vector<AccuracyBase> measure_accuracy_base(GpuSession::Impl& s, const TaskSpec& spec, const Tensors& inputs,
                                                 const std::vector<double>& scalars, const Tensors& expected) {
   std::vector<AccuracyBase> base(expected.size());
@@ -129,16 +130,17 @@ std::vector<AccuracyBase> measure_accuracy_base(GpuSession::Impl& s, const TaskS
     Tensors in64;
     for (const auto& x : inputs) in64.push_back(x.is_floating_point() ? x.to(torch::kFloat64) : x);
     exact = s.reference64(spec)(in64, scalars);
-  } catch (const c10::Error&) {
-    exact.clear();  // an operator without a float64 kernel, or a task whose float64 copy does not fit
+    for (size_t i = 0; i < exact.size() && i < expected.size(); ++i) {
+      if (!expected[i].is_floating_point() || exact[i].scalar_type() != torch::kFloat64) continue;
+      const auto e = exact[i].contiguous().view(-1);
+      const double norm = e.norm().item<double>();
+      if (!std::isfinite(norm) || norm == 0) continue;
+      base[i] = {norm, distance(expected[i].reshape(-1), e) / norm};
+    }
+  } catch (const c10::Error&) {  // an operator without a float64 kernel, or a task whose float64 run does not fit
+    base.assign(expected.size(), AccuracyBase{});
   }
-  for (size_t i = 0; i < exact.size() && i < expected.size(); ++i) {
-    if (!expected[i].is_floating_point() || exact[i].scalar_type() != torch::kFloat64) continue;
-    const auto e = exact[i].contiguous().view(-1);
-    const double norm = e.norm().item<double>();
-    if (!std::isfinite(norm) || norm == 0) continue;
-    base[i] = {norm, distance(expected[i].reshape(-1), e) / norm};
-  }
+  for (auto& t : exact) poison_tensor(t);  // no answer outlives its use
   return base;
 }
 
@@ -154,26 +156,23 @@ void prepare_accuracy(GpuSession::Impl& s, const GpuJob& job, const TaskSpec& sp
   ReferenceModel& model = s.reference(spec);
   const std::vector<double> scalars = scalars_of(spec);
   std::vector<AccuracyBase> base;
-  for (int attempt = 0; attempt < 2 && base.empty(); ++attempt) {
-    try {
-      Tensors inputs = make_inputs(spec, p.seed, s.device, p.set);
-      if (at->changed) change_inputs(spec, inputs, p.set, change_seed(job.check, spec.id, at->trial));
-      Tensors expected = model(inputs, scalars);
-      base = measure_accuracy_base(s, spec, inputs, scalars, expected);
-    } catch (const c10::OutOfMemoryError&) {
-      base.clear();  // the fp32 reference itself: give the cache back and try once more
-    }
-    // Float64 copies of a large task's inputs take tens of GiB: give them back to the device (another
-    // worker process may need it), not to this process's cache.
-    c10::cuda::CUDACachingAllocator::emptyCache();
+  Tensors expected;
+  try {
+    Tensors inputs = make_inputs(spec, p.seed, s.device, p.set);
+    if (at->changed) change_inputs(spec, inputs, p.set, change_seed(job.check, spec.id, at->trial));
+    expected = model(inputs, scalars);
+    base = measure_accuracy_base(s, spec, inputs, scalars, expected);
+  } catch (const c10::OutOfMemoryError&) {
+    base.clear();  // not even the float32 reference fits: not measured
   }
+  for (auto& t : expected) poison_tensor(t);  // the answer to a trial's inputs does not outlive its use
+  // Float64 copies of a large task's inputs take tens of GiB: give them back to the device (another
+  // worker process may need it), not to this process's cache.
+  c10::cuda::CUDACachingAllocator::emptyCache();
   // Computed before the candidate's buffers exist, so a candidate cannot make it fail by asking for
   // memory; what does not fit here does not fit for any candidate, and stays "not measured".
   s.accuracy_bases.emplace(key, std::move(base));
 }
-
-namespace {
-}  // namespace
 
 void enqueue_compare(const torch::Tensor& out, const torch::Tensor& ref, const CheckSettings& s,
                      const CompareKernel& kernel, CUstream stream, const torch::Tensor& partials) {
