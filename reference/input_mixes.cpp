@@ -1,7 +1,8 @@
 // The two mixed input sets (reference_model.h): KernelBench's draw with outliers from the stress
 // set, and the two draws mixed block by block. A candidate that tells KernelBench's inputs from the
 // stress set by a handful of values cannot tell these from either: most values look like one set,
-// and where the others sit is drawn from the seed.
+// and where the others sit is drawn from the seed. Also the few values the check's changed-input run
+// changes (change_few_values).
 #include <algorithm>
 #include <cstdint>
 
@@ -97,6 +98,36 @@ Tensors make_mixed_inputs(const TaskSpec& spec, uint64_t seed, torch::Device dev
   }
   return inputs;
 }
+
+}  // namespace kbrl::detail
+
+namespace kbrl {
+
+int64_t change_few_values(const TaskSpec& spec, Tensors& inputs, InputSet set, uint64_t seed) {
+  const auto domains = input_domains(spec, set);
+  KBRL_ASSERT(domains.size() == inputs.size(), "{} inputs for task {}'s {}", inputs.size(), spec.id, domains.size());
+  torch::manual_seed(seed ^ 0x5EEDull);
+  int64_t changed = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto& x = inputs[i];
+    const InputDomain& d = domains[i];
+    if (x.scalar_type() != torch::kFloat32 || !x.is_contiguous() || x.numel() == 0 ||
+        d.kind != InputDomain::Kind::interval || d.structure != InputDomain::Structure::dense)
+      continue;
+    const int64_t count = std::min(x.numel(), std::clamp<int64_t>(x.numel() >> 12, 64, int64_t{1} << 20));
+    const auto positions = torch::TensorOptions().dtype(torch::kInt64).device(x.device());
+    const auto at = torch::randint(0, x.numel(), {count}, positions);
+    const auto from = torch::randint(0, x.numel(), {count}, positions);
+    auto flat = x.view(-1);
+    flat.index_put_({at}, flat.index({from}));  // index() copies first: the values are the old ones
+    changed += count;
+  }
+  return changed;
+}
+
+}  // namespace kbrl
+
+namespace kbrl::detail {
 
 std::string describe_mixed(const TaskSpec& spec, InputSet set) {
   const auto kernelbench = input_domains(spec, InputSet::kernelbench);

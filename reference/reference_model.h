@@ -74,6 +74,14 @@ struct InputDomain {
 /// The domain of each input of `set`, in the order of spec.inputs.
 std::vector<InputDomain> input_domains(const TaskSpec& spec, InputSet set);
 
+/// Changes a few values of every plain float input (float32, contiguous, a dense interval domain in
+/// `set`) of inputs drawn from `set`: 1 in 4,096 positions (at least 64, at most 2^20, never more
+/// than the input holds), drawn under `seed`, each taking the value at another position drawn under
+/// it, so the set's law holds (a cumulative product stays in range, a probability stays one) and no
+/// second draw of the whole set is made. Returns how many values it set (0 when no input takes
+/// arbitrary values: indices, probabilities, signs, masks). Same (inputs, set, seed), same change.
+int64_t change_few_values(const TaskSpec& spec, Tensors& inputs, InputSet set, uint64_t seed);
+
 torch::ScalarType to_torch(DType dtype);
 
 }  // namespace kbrl

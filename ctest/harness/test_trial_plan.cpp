@@ -81,6 +81,32 @@ TEST(TrialPlan, FewTrialsStillStartWithKernelBenchsDraw) {
   EXPECT_TRUE(trial_plan(check, 1).empty());
 }
 
+TEST(TrialPlan, AccuracyIsMeasuredOnTheFirstKernelBenchTrialKeyedByItsInputs) {
+  CheckSettings check;
+  check.robust_inputs = true;
+  check.trials = 5;
+  int changed_seen = 0;
+  for (uint64_t secret = 1; secret <= 60; ++secret) {
+    check.secret = secret;
+    const auto plan = trial_plan(check, 37);
+    const size_t changed = changed_input_trial(check, 37, plan.size());
+    const auto at = accuracy_trial(plan, changed);
+    ASSERT_TRUE(at.has_value());
+    EXPECT_EQ(plan[at->trial].set, InputSet::kernelbench);
+    for (size_t k = 0; k < at->trial; ++k) EXPECT_NE(plan[k].set, InputSet::kernelbench) << "not the first";
+    EXPECT_EQ(at->changed, at->trial == changed);
+    // The changed inputs are other inputs: their float64 facts are kept under another key.
+    if (at->changed) EXPECT_NE(at->key, plan[at->trial].seed);
+    else EXPECT_EQ(at->key, plan[at->trial].seed);
+    changed_seen += at->changed;
+    EXPECT_NE(changed_input_seed(check, 37, 0), changed_input_seed(check, 37, 1));
+  }
+  EXPECT_GT(changed_seen, 0) << "some secret makes the accuracy trial the changed one";
+  // Without a trial of KernelBench's draw (timing only), nothing.
+  check.trials = 0;
+  EXPECT_FALSE(accuracy_trial(trial_plan(check, 37), 0).has_value());
+}
+
 TEST(TimedInputSet, FastModeMeetsEverySetAndLaterBlocksKeepTheShares) {
   CheckSettings check;
   check.robust_inputs = true;

@@ -65,49 +65,6 @@ std::optional<CandidateFault> touched(GpuSession::Impl& s, JobState& st, const s
   return std::nullopt;
 }
 
-/// Changes a few values of every plain float input of `inputs`: at positions drawn from `seed`, the
-/// values at other positions drawn from it (so they follow the set's law: a cumulative product stays
-/// in range, a probability stays one; no second draw of the whole set is made); returns how many.
-int64_t change_inputs(const TaskSpec& spec, Tensors& inputs, InputSet set, uint64_t seed) {
-  const auto domains = input_domains(spec, set);
-  torch::manual_seed(seed ^ 0x5EEDull);
-  int64_t changed = 0;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    auto& x = inputs[i];
-    const InputDomain& d = domains[i];
-    if (x.scalar_type() != torch::kFloat32 || !x.is_contiguous() || x.numel() == 0 ||
-        d.kind != InputDomain::Kind::interval || d.structure != InputDomain::Structure::dense)
-      continue;
-    const int64_t count = std::min(x.numel(), std::clamp<int64_t>(x.numel() >> 12, 64, int64_t{1} << 20));
-    const auto positions = torch::TensorOptions().dtype(torch::kInt64).device(x.device());
-    const auto at = torch::randint(0, x.numel(), {count}, positions);
-    const auto from = torch::randint(0, x.numel(), {count}, positions);
-    auto flat = x.view(-1);
-    flat.index_put_({at}, flat.index({from}));  // index() copies first: the values are the old ones
-    changed += count;
-  }
-  return changed;
-}
-
-/// The seed of the changed-input run's changes in trial k.
-uint64_t change_seed(const CheckSettings& check, int task_id, size_t k) {
-  return trial_seed(check.secret, task_id, 6'000'000 + static_cast<int>(k));
-}
-
-/// Where the accuracy against float64 is measured: the first trial of KernelBench's draw, on the
-/// inputs its compared run sees (changed, when it is the changed-input trial); nothing without one.
-struct AccuracyTrial {
-  size_t trial = 0;
-  uint64_t key = 0;  // the trial's seed, salted when its compared run's inputs are changed
-  bool changed = false;
-};
-std::optional<AccuracyTrial> accuracy_trial(const std::vector<TrialPlan>& plan, size_t changed_trial) {
-  for (size_t k = 0; k < plan.size(); ++k)
-    if (plan[k].set == InputSet::kernelbench)
-      return AccuracyTrial{k, k == changed_trial ? plan[k].seed ^ 0xC4A26EDull : plan[k].seed, k == changed_trial};
-  return std::nullopt;
-}
-
 /// ||a - b|| for two flat tensors (b float64), in chunks so that no float64 copy of `a` is made whole.
 double distance(const torch::Tensor& a, const torch::Tensor& b) {
   constexpr int64_t kChunk = int64_t{1} << 26;
@@ -159,7 +116,7 @@ void prepare_accuracy(GpuSession::Impl& s, const GpuJob& job, const TaskSpec& sp
   Tensors expected;
   try {
     Tensors inputs = make_inputs(spec, p.seed, s.device, p.set);
-    if (at->changed) change_inputs(spec, inputs, p.set, change_seed(job.check, spec.id, at->trial));
+    if (at->changed) change_few_values(spec, inputs, p.set, changed_input_seed(job.check, spec.id, at->trial));
     expected = model(inputs, scalars);
     base = measure_accuracy_base(s, spec, inputs, scalars, expected);
   } catch (const c10::OutOfMemoryError&) {
@@ -385,7 +342,7 @@ CheckResult check_candidate(GpuSession::Impl& s, JobState& st) {
     int64_t changed = 0;
     if (k == changed_trial) {
       if (auto fault = touched(s, st, input_fp, param_fp, where)) return fail(*fault);  // the first run's
-      changed = change_inputs(spec, st.inputs, p.set, change_seed(job.check, spec.id, k));
+      changed = change_few_values(spec, st.inputs, p.set, changed_input_seed(job.check, spec.id, k));
       s.mark("changed_inputs");
       if (changed > 0) input_fp = fingerprints(s, st.inputs, st.input_key);
       s.mark("fingerprints");

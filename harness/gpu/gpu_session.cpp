@@ -42,6 +42,17 @@ size_t changed_input_trial(const CheckSettings& check, int task_id, size_t trial
   return trials == 0 ? 0 : trial_seed(check.secret, task_id, 5'000'000) % trials;
 }
 
+uint64_t changed_input_seed(const CheckSettings& check, int task_id, size_t k) {
+  return trial_seed(check.secret, task_id, 6'000'000 + static_cast<int>(k));
+}
+
+std::optional<AccuracyTrial> accuracy_trial(const std::vector<TrialPlan>& plan, size_t changed_trial) {
+  for (size_t k = 0; k < plan.size(); ++k)
+    if (plan[k].set == InputSet::kernelbench)
+      return AccuracyTrial{k, k == changed_trial ? plan[k].seed ^ 0xC4A26EDull : plan[k].seed, k == changed_trial};
+  return std::nullopt;
+}
+
 InputSet timed_input_set(const CheckSettings& check, uint64_t sample_secret, int task_id, int draw) {
   if (!check.robust_inputs || draw < 0) return InputSet::kernelbench;
   constexpr int kFirst = 5, kBlock = 6;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -119,6 +120,19 @@ std::vector<TrialPlan> trial_plan(const CheckSettings& check, int task_id);
 /// The trial (a position in trial_plan) whose second run is on the same inputs with a few values
 /// changed: drawn from the secret.
 size_t changed_input_trial(const CheckSettings& check, int task_id, size_t trials);
+
+/// The seed of the changes of the changed-input run in trial `k` (change_few_values).
+uint64_t changed_input_seed(const CheckSettings& check, int task_id, size_t k);
+
+/// Where the check measures the accuracy against float64: the first trial of KernelBench's draw, on
+/// the inputs its compared run sees. `key` names those inputs for the cache of float64 facts: the
+/// trial's seed, salted when it is the changed-input trial. Nothing without such a trial.
+struct AccuracyTrial {
+  size_t trial = 0;
+  uint64_t key = 0;
+  bool changed = false;
+};
+std::optional<AccuracyTrial> accuracy_trial(const std::vector<TrialPlan>& plan, size_t changed_trial);
 
 /// The input set of timed sample `draw` (0, 1, ...). Without robust_inputs, KernelBench's. With it,
 /// the first five samples are KernelBench's draw twice, the stress set, outliers and mixture, in an
