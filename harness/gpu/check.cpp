@@ -21,11 +21,17 @@ constexpr double kRelL2Factor = 10.0;  // ||out - ref|| / ||ref|| must stay unde
 
 }  // namespace
 
-std::vector<int64_t> fingerprints(GpuSession::Impl& s, const std::vector<torch::Tensor>& tensors, uint64_t key) {
-  auto slots = torch::zeros({static_cast<int64_t>(tensors.size())},
-                            torch::TensorOptions().dtype(torch::kInt64).device(s.device));
+void enqueue_fingerprints(GpuSession::Impl& s, const std::vector<torch::Tensor>& tensors, uint64_t key,
+                          const torch::Tensor& slots) {
+  slots.zero_();
   for (size_t i = 0; i < tensors.size(); ++i)
     fingerprint_into(tensors[i], key + i, slots, static_cast<int64_t>(i), *s.compare, s.cu_stream());
+}
+
+std::vector<int64_t> fingerprints(GpuSession::Impl& s, const std::vector<torch::Tensor>& tensors, uint64_t key) {
+  auto slots = torch::empty({static_cast<int64_t>(tensors.size())},
+                            torch::TensorOptions().dtype(torch::kInt64).device(s.device));
+  enqueue_fingerprints(s, tensors, key, slots);
   const auto host = slots.cpu();
   std::vector<int64_t> out(tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) out[i] = host[static_cast<int64_t>(i)].item<int64_t>();
@@ -48,21 +54,15 @@ std::optional<CandidateFault> run_once(GpuSession::Impl& s, JobState& st) {
 }
 
 /// A fault when the last run left an input different from `input_fp` or a parameter different from
-/// `param_fp` (the fingerprints before it); `where` names the run.
+/// the check's (JobState::param_fp); `where` names the run.
 std::optional<CandidateFault> touched(GpuSession::Impl& s, JobState& st, const std::vector<int64_t>& input_fp,
-                                      const std::vector<int64_t>& param_fp, const std::string& where) {
+                                      const std::string& where) {
   const std::vector<int64_t> input_after = fingerprints(s, st.inputs, st.input_key);
   for (size_t i = 0; i < st.inputs.size(); ++i)
     if (input_after[i] != input_fp[i])
       return CandidateFault{Outcome::input_mutated,
                             fmt::format("{}: input '{}' changed", where, st.spec.inputs[i].name)};
-  const std::vector<int64_t> param_after = fingerprints(s, st.params, st.param_key);
-  for (size_t i = 0; i < st.params.size(); ++i)
-    if (param_after[i] != param_fp[i])  // its parameters are no longer the seeded ones
-      return CandidateFault{Outcome::input_mutated,
-                            fmt::format("{}: parameter '{}' changed", where, st.spec.parameters[i].name),
-                            /*sticky=*/false, /*drop_reference=*/true};
-  return std::nullopt;
+  return parameter_fault(st, fingerprints(s, st.params, st.param_key).data(), where);
 }
 
 /// ||a - b|| for two flat tensors (b float64), in chunks so that no float64 copy of `a` is made whole.
@@ -285,10 +285,19 @@ void poison_tensor(torch::Tensor& t) {
   else t.fill_(-1);
 }
 
+std::optional<CandidateFault> parameter_fault(const JobState& st, const int64_t* now, const std::string& where) {
+  for (size_t i = 0; i < st.params.size(); ++i)
+    if (now[i] != st.param_fp.at(i))  // its parameters are no longer the seeded ones
+      return CandidateFault{Outcome::input_mutated,
+                            fmt::format("{}: parameter '{}' changed", where, st.spec.parameters[i].name),
+                            /*sticky=*/false, /*drop_reference=*/true};
+  return std::nullopt;
+}
+
 bool parameters_changed(GpuSession::Impl& s, JobState& st) noexcept {
   if (st.param_fp.empty()) return false;  // the candidate never ran
   try {
-    return fingerprints(s, st.params, st.param_key) != st.param_fp;
+    return parameter_fault(st, fingerprints(s, st.params, st.param_key).data(), "").has_value();
   } catch (...) {
     return true;  // unknown: the references are rebuilt
   }
@@ -302,9 +311,8 @@ CheckResult check_candidate(GpuSession::Impl& s, JobState& st) {
     result.fault = std::move(fault);
     return result;
   };
-  const std::vector<int64_t> param_fp = fingerprints(s, st.params, st.param_key);
+  st.param_fp = fingerprints(s, st.params, st.param_key);  // every later reference computes with these
   s.mark("fingerprints");
-  st.param_fp = param_fp;  // the timed runs' references must compute with these (time.cpp)
   const std::vector<TrialPlan> plan = trial_plan(job.check, spec.id);
   const size_t changed_trial = changed_input_trial(job.check, spec.id, plan.size());
   // The float64 facts of the accuracy trial, computed before the candidate's buffers existed.
@@ -341,7 +349,7 @@ CheckResult check_candidate(GpuSession::Impl& s, JobState& st) {
     // are not compared with each other; the other trials' are.
     int64_t changed = 0;
     if (k == changed_trial) {
-      if (auto fault = touched(s, st, input_fp, param_fp, where)) return fail(*fault);  // the first run's
+      if (auto fault = touched(s, st, input_fp, where)) return fail(*fault);  // the first run's
       changed = change_few_values(spec, st.inputs, p.set, changed_input_seed(job.check, spec.id, k));
       s.mark("changed_inputs");
       if (changed > 0) input_fp = fingerprints(s, st.inputs, st.input_key);
@@ -358,7 +366,7 @@ CheckResult check_candidate(GpuSession::Impl& s, JobState& st) {
     s.mark("candidate");
     if (changed == 0) second_fp = fingerprints(s, st.raw_outputs, st.output_key);
     // The reference runs after the candidate: its inputs and parameters must be the ones it was given.
-    if (auto fault = touched(s, st, input_fp, param_fp, run_where)) return fail(*fault);
+    if (auto fault = touched(s, st, input_fp, run_where)) return fail(*fault);
     s.mark("fingerprints");
 
     // The reference runs only now, after the candidate's runs: while the candidate ran, no reference

@@ -18,6 +18,16 @@ uint64_t trial_seed(uint64_t secret, int task_id, int trial) {
   return derive_seed(secret, {trial, task_id}) & 0x7FFFFFFFFFFFFFFFULL;
 }
 
+namespace {
+
+/// Fisher-Yates under the secret: draw n of the shuffle is trial_seed(secret, task_id, base + n).
+void shuffle_under(std::vector<InputSet>& sets, uint64_t secret, int task_id, int base) {
+  for (size_t i = sets.size() - 1; i > 0; --i)
+    std::swap(sets[i], sets[trial_seed(secret, task_id, base + static_cast<int>(i)) % (i + 1)]);
+}
+
+}  // namespace
+
 std::vector<TrialPlan> trial_plan(const CheckSettings& check, int task_id) {
   std::vector<InputSet> kinds;
   if (check.robust_inputs && check.trials > 0) {
@@ -25,8 +35,7 @@ std::vector<TrialPlan> trial_plan(const CheckSettings& check, int task_id) {
     kinds.push_back(InputSet::stress);
     for (int t = 0; t < check.trials; ++t)
       kinds.push_back(t < 3 ? kDrawn[t] : kDrawn[trial_seed(check.secret, task_id, 3'000'000 + t) % 3]);
-    for (size_t i = kinds.size() - 1; i > 0; --i)  // Fisher-Yates under the secret
-      std::swap(kinds[i], kinds[trial_seed(check.secret, task_id, 4'000'000 + static_cast<int>(i)) % (i + 1)]);
+    shuffle_under(kinds, check.secret, task_id, 4'000'000);
   } else {
     kinds.assign(static_cast<size_t>(std::max(check.trials, 0)), InputSet::kernelbench);
   }
@@ -61,8 +70,7 @@ InputSet timed_input_set(const CheckSettings& check, uint64_t sample_secret, int
   std::vector<InputSet> sets = {InputSet::kernelbench, InputSet::kernelbench, InputSet::stress, InputSet::outliers,
                                 InputSet::mixture};
   if (block > 0) sets.insert(sets.begin(), InputSet::kernelbench);
-  for (size_t i = sets.size() - 1; i > 0; --i)  // Fisher-Yates under the secret, per block
-    std::swap(sets[i], sets[trial_seed(sample_secret, task_id, 10'000'000 + block * 16 + static_cast<int>(i)) % (i + 1)]);
+  shuffle_under(sets, sample_secret, task_id, 10'000'000 + block * 16);  // each block its own order
   return sets[static_cast<size_t>(at)];
 }
 

@@ -212,6 +212,13 @@ TrialCheck judge_compare(const double* totals, const double* maxima, int64_t n, 
 /// The check's tolerances for one output on `set`'s inputs: beyond KernelBench's draw, atol scales
 /// with the expected output's RMS when it exceeds 1 (a host sync).
 CheckSettings settings_for(const CheckSettings& base, const torch::Tensor& expected, InputSet set);
+/// Enqueues the keyed fingerprints of `tensors` (key, key + 1, ...) into the int64 device tensor
+/// `slots` (zeroed first); nothing is read back.
+void enqueue_fingerprints(GpuSession::Impl& session, const std::vector<torch::Tensor>& tensors, uint64_t key,
+                          const torch::Tensor& slots);
+/// An input_mutated fault (dropping the references) when the parameters' fingerprints `now` differ
+/// from the check's (JobState::param_fp); `where` names the run.
+std::optional<CandidateFault> parameter_fault(const JobState& state, const int64_t* now, const std::string& where);
 /// The keyed fingerprints of `tensors` (key, key + 1, ...), read back to the host.
 std::vector<int64_t> fingerprints(GpuSession::Impl& session, const std::vector<torch::Tensor>& tensors, uint64_t key);
 /// Adds the keyed fingerprint of `t`'s bytes (its own bytes when contiguous, else its whole storage)

@@ -77,15 +77,7 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
   const auto n_params = static_cast<int64_t>(st.params.size());
   KBRL_ASSERT(static_cast<int64_t>(st.param_fp.size()) == n_params, "the check fingerprinted {} parameters, not {}",
               st.param_fp.size(), n_params);
-  auto parameter_fault = [&](const int64_t* now, const std::string& when) -> std::optional<CandidateFault> {
-    for (int64_t i = 0; i < n_params; ++i)
-      if (now[i] != st.param_fp[i])
-        return CandidateFault{Outcome::input_mutated,
-                              fmt::format("{} changed parameter '{}'", when, spec.parameters[i].name),
-                              /*sticky=*/false, /*drop_reference=*/true};
-    return std::nullopt;
-  };
-  if (auto changed = parameter_fault(fingerprints(s, st.params, st.param_key).data(), "a warm-up run"))
+  if (auto changed = parameter_fault(st, fingerprints(s, st.params, st.param_key).data(), "a warm-up run"))
     return fail(*changed);
   s.mark("fingerprints");
 
@@ -122,7 +114,7 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
   };
 
   uint64_t nonce = s.jobs_run;  // this job's own inputs, even for a candidate evaluated before
-  const uint64_t sample_secret = job.check.secret ^ splitmix64(nonce);
+  const uint64_t sample_secret = job.check.secret ^ splitmix64(nonce);  // (splitmix64 advances its argument)
   AdaptiveStop stop(job.timing.stop);
   int64_t sample = 0;
   bool stopped = false;
@@ -140,10 +132,7 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
     const bool reference_first = (trial_seed(job.check.secret, spec.id, 1'000'000 + draw) & 1) != 0;
     const bool watch_inputs = !reference_first && verifies_inputs(job.check.secret, spec.id, sample);
     auto watch = [&](int64_t when) {  // the inputs' keyed fingerprints, before or after
-      watched_fp[when].zero_();
-      for (int64_t i = 0; i < n_in; ++i)
-        fingerprint_into(st.inputs[i], st.input_key + static_cast<uint64_t>(i), watched_fp[when], i, *s.compare,
-                         s.cu_stream());
+      enqueue_fingerprints(s, st.inputs, st.input_key, watched_fp[when]);
       watched[sample][when].copy_(watched_fp[when], /*non_blocking=*/true);
       s.mark("fingerprints");
     };
@@ -168,10 +157,7 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
     const double ms = s.timed_sample(candidate_once);
     s.mark("candidate");
     if (fault) return fail(*fault);
-    param_slots.zero_();
-    for (int64_t i = 0; i < n_params; ++i)
-      fingerprint_into(st.params[i], st.param_key + static_cast<uint64_t>(i), param_slots, i, *s.compare,
-                       s.cu_stream());
+    enqueue_fingerprints(s, st.params, st.param_key, param_slots);
     params_after[sample].copy_(param_slots, /*non_blocking=*/true);
     s.mark("fingerprints");
     if (watch_inputs) watch(1);
@@ -199,7 +185,7 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
                      fmt::format("timed run {} of {} changed input '{}'", j + 1, sample, spec.inputs[i].name)});
   for (int64_t j = 0; j < sample; ++j)
     if (auto changed =
-            parameter_fault(params_after[j].data_ptr<int64_t>(), fmt::format("timed run {} of {}", j + 1, sample)))
+            parameter_fault(st, params_after[j].data_ptr<int64_t>(), fmt::format("timed run {} of {}", j + 1, sample)))
       return fail(*changed);
   const auto host = verdicts.contiguous();  // [capacity, n_out, 2 (sums, maxima), stats]
   const double* v = host.data_ptr<double>();

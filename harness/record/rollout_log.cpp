@@ -26,6 +26,10 @@ namespace {
 
 using Json = nlohmann::json;
 
+/// Whether a logged record is taken back (find, contains): a harness fault is kept in the file for
+/// the record, but a rerun evaluates its candidate again.
+bool taken_back(const EvalRecord& record) { return record.outcome != Outcome::harness_error; }
+
 /// Compact JSON text; a string that is not UTF-8 is written valid with its exact bytes beside it, so
 /// two candidates differing only in such bytes have different keys.
 std::string compact(Json j) {
@@ -116,8 +120,7 @@ RolloutLog::RolloutLog(std::filesystem::path path) : path_(std::move(path)) {
   }
   try {
     const Scan scan = scan_log(path_, [this](EvalRecord&& record, uintmax_t offset, size_t length) {
-      // A harness fault is kept for the record but never taken back: a rerun evaluates it again.
-      if (record.outcome != Outcome::harness_error) keys_.insert_or_assign(std::move(record.key), Extent{offset, length});
+      if (taken_back(record)) keys_.insert_or_assign(std::move(record.key), Extent{offset, length});
     });
     count_ = scan.records;
     file_size_ = scan.good_end;
@@ -179,7 +182,7 @@ void RolloutLog::append(const EvalRecord& record) {
     }
   }
   if (::fsync(fd_) != 0) throw_os(fmt::format("fsync({})", path_.string()), errno);
-  if (record.outcome != Outcome::harness_error) keys_.insert_or_assign(record.key, Extent{file_size_, line.size() - 1});
+  if (taken_back(record)) keys_.insert_or_assign(record.key, Extent{file_size_, line.size() - 1});
   file_size_ += line.size();
   ++count_;
 }
