@@ -202,19 +202,23 @@ void BM_DecodeGpu(benchmark::State& state) {
 
 // One update at RL's sizes on a GPU: SmolLM2-135M's shapes (random weights, bfloat16, LoRA rank 16 on
 // every projection, activation checkpointing as the GPU default), one group of K = 64 completions
-// of 1,024 tokens of the task prompt. Arg: 0 = GRPO (clipped ratio), 1 = SFT (likelihood).
+// of 1,024 tokens of the task prompt. Args: sft (0 = GRPO's clipped ratio, 1 = SFT's likelihood), fused
+// (0 = the plain tensor operations, 1 = fused attention and chunked log-probs), micro_batch.
 // `tokens/s` = trained completion tokens per second.
 void BM_UpdateGpu(benchmark::State& state) {
   if (!torch::cuda::is_available()) {
     state.SkipWithError("no GPU visible");
     return;
   }
-  auto p = std::make_unique<LmPolicy>(parse_lm_spec("lm:random:smollm2-135m:1,shots=0,system=none,device=cuda,dtype=bfloat16"));
+  const bool sft = state.range(0) == 1, fused = state.range(1) == 1;
+  auto p = std::make_unique<LmPolicy>(
+      parse_lm_spec(std::string("lm:random:smollm2-135m:1,shots=0,system=none,device=cuda,dtype=bfloat16,fused=") +
+                    (fused ? "on" : "off") + ",micro_batch=" + std::to_string(state.range(2))));
   p->add_adapter({16, 32.0}, 1);
   p->set_optimizer({.learning_rate = 1e-5});
   const std::vector<TrainItem> items = group_of_random_completions(13);
   UpdateConfig config;
-  if (state.range(0) == 1) config.objective = Objective::likelihood;
+  if (sft) config.objective = Objective::likelihood;
   p->update(items, config);  // warm-up
   int64_t tokens = 0;
   for (auto _ : state) tokens += p->update(items, config).tokens;
@@ -296,7 +300,14 @@ BENCHMARK(BM_DecodeGpu)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(2)
     ->UseRealTime();
-BENCHMARK(BM_UpdateGpu)->ArgName("sft")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
+BENCHMARK(BM_UpdateGpu)
+    ->ArgNames({"sft", "fused", "micro_batch"})
+    ->Args({0, 0, 8})
+    ->Args({0, 1, 8})
+    ->Args({0, 1, 32})
+    ->Args({1, 0, 8})
+    ->Args({1, 1, 32})
+    ->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
 BENCHMARK(BM_TrainStepGpu1p5B)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 
 }  // namespace

@@ -25,6 +25,65 @@ torch::ScalarType parse_dtype(const std::string& dtype) {
   throw InputError(fmt::format("unknown dtype '{}': expected float32 or bfloat16", dtype));
 }
 
+
+// log p(target) and the entropy of softmax(z) per row, z = hidden W^T / temperature in float32.
+struct RowScores {
+  torch::Tensor logprob, entropy;
+};
+RowScores row_scores(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& targets,
+                     double temperature, bool with_entropy) {
+  const torch::Tensor z = torch::matmul(hidden, weight.t()).to(torch::kFloat32) / temperature;
+  const torch::Tensor lse = z.logsumexp(-1);
+  RowScores r;
+  r.logprob = z.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - lse;
+  if (with_entropy) r.entropy = lse - (torch::exp(z - lse.unsqueeze(-1)) * z).sum(-1);
+  return r;
+}
+
+// row_scores of a chunk of rows that keeps only its hidden states for the backward pass and
+// computes the logits again there (as activation checkpointing does for a layer): no [rows, vocab]
+// tensor outlives its chunk. The output weight is frozen (no gradient). Outputs: log-probs, then the
+// entropies (an empty stand-in without them).
+class ChunkScores : public torch::autograd::Function<ChunkScores> {
+ public:
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& hidden,
+                                                const torch::Tensor& weight, const torch::Tensor& targets,
+                                                double temperature, bool with_entropy) {
+    ctx->save_for_backward({hidden, weight, targets});
+    ctx->saved_data["temperature"] = temperature;
+    ctx->saved_data["entropy"] = with_entropy;
+    RowScores r = row_scores(hidden, weight, targets, temperature, with_entropy);
+    if (!with_entropy) {
+      r.entropy = torch::empty({0}, r.logprob.options());
+      ctx->mark_non_differentiable({r.entropy});
+    }
+    return {r.logprob, r.entropy};
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const torch::autograd::variable_list saved = ctx->get_saved_variables();
+    const bool with_entropy = ctx->saved_data["entropy"].toBool();
+    const torch::Tensor h = saved[0].detach().requires_grad_(true);
+    torch::Tensor grad;
+    {
+      torch::AutoGradMode enable(true);
+      const RowScores r = row_scores(h, saved[1], saved[2], ctx->saved_data["temperature"].toDouble(), with_entropy);
+      torch::autograd::variable_list outputs, output_grads;
+      if (grads[0].defined()) {
+        outputs.push_back(r.logprob);
+        output_grads.push_back(grads[0]);
+      }
+      if (with_entropy && grads.size() > 1 && grads[1].defined()) {
+        outputs.push_back(r.entropy);
+        output_grads.push_back(grads[1]);
+      }
+      grad = outputs.empty() ? torch::zeros_like(h) : torch::autograd::grad(outputs, {h}, output_grads)[0];
+    }
+    return {grad, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
 }  // namespace
 
 SequenceScores score_sequences(LlamaNet& net, const std::vector<int>& prompt,
@@ -64,9 +123,40 @@ SequenceScores score_sequences(LlamaNet& net, const std::vector<int>& prompt,
     const torch::Tensor hc = net.forward(targets.narrow(1, 0, C - 1), P, &prefix);
     before = torch::cat({before, hc}, 1);
   }
-  const torch::Tensor logp = torch::log_softmax(net.logits(before) / temperature, -1);
-  out.logprobs = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1) * out.mask;
-  if (with_entropy) out.entropy = -(logp.exp() * logp).sum(-1) * out.mask;
+  if (!net.fused() || net.output_weight().requires_grad()) {
+    const torch::Tensor logp = torch::log_softmax(net.logits(before) / temperature, -1);
+    out.logprobs = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1) * out.mask;
+    if (with_entropy) out.entropy = -(logp.exp() * logp).sum(-1) * out.mask;
+    return out;
+  }
+  // Fused: the output's rows of real tokens only (no logits for padding), a chunk at a time.
+  std::vector<int64_t> real;
+  for (size_t i = 0; i < mask.size(); ++i)
+    if (mask[i] != 0.0f) real.push_back(static_cast<int64_t>(i));
+  const torch::Tensor rows = torch::tensor(real, torch::kInt64).to(net.device());
+  const torch::Tensor hidden = before.reshape({n * C, before.size(2)}).index_select(0, rows);
+  const torch::Tensor wanted = targets.reshape({n * C}).index_select(0, rows);
+  const bool grad = torch::GradMode::is_enabled() && hidden.requires_grad();
+  std::vector<torch::Tensor> logprobs, entropies;
+  const int64_t R = hidden.size(0), chunk = net.score_chunk_rows();
+  for (int64_t start = 0; start < R; start += chunk) {
+    const int64_t len = std::min(chunk, R - start);
+    const torch::Tensor h = hidden.narrow(0, start, len), t = wanted.narrow(0, start, len);
+    if (grad) {
+      const auto o = ChunkScores::apply(h, net.output_weight(), t, temperature, with_entropy);
+      logprobs.push_back(o[0]);
+      if (with_entropy) entropies.push_back(o[1]);
+    } else {
+      const RowScores r = row_scores(h, net.output_weight(), t, temperature, with_entropy);
+      logprobs.push_back(r.logprob);
+      if (with_entropy) entropies.push_back(r.entropy);
+    }
+  }
+  auto spread = [&](const std::vector<torch::Tensor>& parts) {  // back to [n, C], 0 on padding
+    return torch::zeros({n * C}, f32).index_copy(0, rows, torch::cat(parts)).view({n, C});
+  };
+  out.logprobs = spread(logprobs);
+  if (with_entropy) out.entropy = spread(entropies);
   return out;
 }
 
@@ -89,6 +179,8 @@ LanguageModel::LanguageModel(const ModelFile& file, const ModelOptions& options)
       decoder_(std::make_unique<BatchDecoder>(*net_, options.cuda_graphs)) {
   KBRL_CHECK_INPUT(tokenizer_.vocab_size() <= file.config.vocab_size, "{}: the tokenizer has {} tokens, the model {}",
                    file.source, tokenizer_.vocab_size(), file.config.vocab_size);
+  net_->set_fused(options.fused);
+  net_->set_score_chunk_rows(options.score_chunk_rows);
 }
 
 LanguageModel::LanguageModel(const LlamaConfig& config, TokenizerData tokenizer, ChatTemplate chat, uint64_t seed,
@@ -101,6 +193,8 @@ LanguageModel::LanguageModel(const LlamaConfig& config, TokenizerData tokenizer,
       decoder_(std::make_unique<BatchDecoder>(*net_, options.cuda_graphs)) {
   KBRL_CHECK_INPUT(tokenizer_.vocab_size() <= config.vocab_size, "the tokenizer has {} tokens, the model {}",
                    tokenizer_.vocab_size(), config.vocab_size);
+  net_->set_fused(options.fused);
+  net_->set_score_chunk_rows(options.score_chunk_rows);
 }
 
 LanguageModel::~LanguageModel() = default;

@@ -1,6 +1,10 @@
 // LlamaNet (llama_net.h): the blocks, the decoder's forward pass (with activation checkpointing),
 // the weights by Hugging Face name.
+#include <atomic>
 #include <cmath>
+#include <cstdio>
+
+#include <torch/version.h>
 
 #include <kbrl/error.h>
 #include <kbrl/splitmix64.h>
@@ -133,8 +137,67 @@ TransformerBlock LlamaNet::empty_block() const {
   b.attention.heads = config_.heads;
   b.attention.kv_heads = config_.kv_heads;
   b.attention.head_dim = config_.head_dim;
+  b.attention.fused = fused_;
   return b;
 }
+
+namespace {
+
+// q [B, H, T, D] against keys and values [B, KV, S, D] (KV divides H), causal with the last T keys
+// at the queries' positions: [B, H, T, D]. plain_attention computes the scores as tensors (float32
+// softmax); fused_attention through scaled_dot_product_attention (libtorch 2 and later: flash or
+// memory-efficient kernels on a GPU), the same function up to rounding.
+torch::Tensor plain_attention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values) {
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3), KV = keys.size(1), S = keys.size(2);
+  // Grouped-query attention without copying keys: the G query heads of a key/value head are stacked
+  // as rows, [B, KV, G*T, D] against [B, KV, S, D].
+  const int64_t G = H / KV;
+  const torch::Tensor qg = q.reshape({B, KV, G * T, D});
+  torch::Tensor scores =
+      torch::matmul(qg, keys.transpose(-1, -2)).to(torch::kFloat32) / std::sqrt(static_cast<double>(D));
+  if (T > 1) {
+    const auto opts = torch::TensorOptions().device(q.device()).dtype(torch::kInt64);
+    const torch::Tensor row_pos = (torch::arange(T, opts) + (S - T)).repeat({G});  // row g*T + t is position t
+    const torch::Tensor mask = torch::arange(S, opts).unsqueeze(0) > row_pos.unsqueeze(1);
+    scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
+  }
+  const torch::Tensor p = torch::softmax(scores, -1).to(q.scalar_type());
+  return torch::matmul(p, values).reshape({B, H, T, D});
+}
+
+torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values) {
+#if TORCH_VERSION_MAJOR >= 2
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3), KV = keys.size(1), S = keys.size(2);
+  // The fused kernels take as many key heads as query heads: each key/value head copied to its G
+  // query heads (one layer's keys at a time).
+  auto per_head = [&](const torch::Tensor& t) {
+    return KV == H ? t : t.unsqueeze(2).expand({B, KV, H / KV, S, D}).reshape({B, H, S, D});
+  };
+  if (T == S || T == 1)  // causal from the first key (no shared prompt), or one query that sees every key
+    return at::scaled_dot_product_attention(q, per_head(keys), per_head(values), {}, 0.0, T > 1);
+  // A shared prompt of S - T keys before the T own ones: query t sees keys 0 .. S - T + t, the causal
+  // mask aligned to the lower right. Flash attention's own causal mask is aligned so (what
+  // torch.nn.attention.bias.causal_lower_right dispatches to); elsewhere the mask as a tensor.
+  static std::atomic<bool> flash_failed{false};
+  const bool half = q.scalar_type() == torch::kBFloat16 || q.scalar_type() == torch::kHalf;
+  if (q.is_cuda() && half && D % 8 == 0 && D <= 256 && !flash_failed.load()) {
+    try {
+      return std::get<0>(at::_scaled_dot_product_flash_attention(q, per_head(keys), per_head(values), 0.0, true, false));
+    } catch (const c10::Error& e) {
+      flash_failed = true;
+      std::fprintf(stderr, "kbrl: flash attention unavailable (%s); attention with a mask instead\n",
+                   e.what_without_backtrace());
+    }
+  }
+  const torch::Tensor mask =
+      torch::ones({T, S}, torch::TensorOptions().device(q.device()).dtype(torch::kBool)).tril(S - T);
+  return at::scaled_dot_product_attention(q, per_head(keys), per_head(values), mask);
+#else
+  return plain_attention(q, keys, values);
+#endif
+}
+
+}  // namespace
 
 torch::Tensor Attention::operator()(const torch::Tensor& x, const RopeRows& rope, const LayerPrefix& prefix,
                                     LayerKeep* keep) const {
@@ -154,20 +217,7 @@ torch::Tensor Attention::operator()(const torch::Tensor& x, const RopeRows& rope
     keys = torch::cat({prefix.k.expand({B, KV, P, D}), k}, 2);
     values = torch::cat({prefix.v.expand({B, KV, P, D}), v}, 2);
   }
-  // Grouped-query attention without copying keys: the G query heads of a key/value head are stacked
-  // as rows, [B, KV, G*T, D] against [B, KV, S, D].
-  const int64_t S = keys.size(2), G = H / KV;
-  const torch::Tensor qg = q.reshape({B, KV, G * T, D});
-  torch::Tensor scores =
-      torch::matmul(qg, keys.transpose(-1, -2)).to(torch::kFloat32) / std::sqrt(static_cast<double>(D));
-  if (T > 1) {
-    const auto opts = torch::TensorOptions().device(x.device()).dtype(torch::kInt64);
-    const torch::Tensor row_pos = (torch::arange(T, opts) + (S - T)).repeat({G});  // row g*T + t is position t
-    const torch::Tensor mask = torch::arange(S, opts).unsqueeze(0) > row_pos.unsqueeze(1);
-    scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
-  }
-  const torch::Tensor p = torch::softmax(scores, -1).to(x.scalar_type());
-  const torch::Tensor out = torch::matmul(p, values).reshape({B, H, T, D}).transpose(1, 2).reshape({B, T, H * D});
+  const torch::Tensor out = (fused ? fused_attention : plain_attention)(q, keys, values).transpose(1, 2).reshape({B, T, H * D});
   return o(out);
 }
 
@@ -229,6 +279,15 @@ std::vector<std::pair<std::string, torch::Tensor*>> LlamaNet::named_weights() {
     }
   }
   return out;
+}
+
+void LlamaNet::set_fused(bool on) {
+  fused_ = on;
+  for (TransformerBlock& layer : layers_) layer.attention.fused = on;
+}
+
+int64_t LlamaNet::score_chunk_rows() const {
+  return score_chunk_rows_ > 0 ? score_chunk_rows_ : std::max<int64_t>(1, (int64_t{1} << 28) / (4 * config_.vocab_size));
 }
 
 void LlamaNet::set_adapters_on(bool on) {

@@ -48,6 +48,7 @@ struct RopeRows {
 struct Attention {
   LoraLinear q, k, v, o;
   int64_t heads = 0, kv_heads = 0, head_dim = 0;
+  bool fused = true;  // scaled_dot_product_attention (libtorch >= 2); false: scores as tensors
   torch::Tensor operator()(const torch::Tensor& x, const RopeRows& rope, const LayerPrefix& prefix,
                            LayerKeep* keep) const;
 };
@@ -98,6 +99,15 @@ class LlamaNet {
   /// all of them, for about a third more compute).
   void set_checkpointing(bool on) { checkpointing_ = on; }
   bool checkpointing() const { return checkpointing_; }
+  /// Fused operations (the default): attention through scaled_dot_product_attention (libtorch 2 and
+  /// later) and the output's log-probs in chunks of rows (sequence_scores.h); off, the plain tensor
+  /// operations they replace, which tests compare them with.
+  void set_fused(bool on);
+  bool fused() const { return fused_; }
+  /// Rows of hidden states whose logits score_sequences computes at a time when fused (tests set
+  /// small chunks; the default keeps a chunk's float32 logits near 256 MiB).
+  void set_score_chunk_rows(int64_t rows) { score_chunk_rows_ = rows; }
+  int64_t score_chunk_rows() const;
   /// Logits (float32) of hidden states [..., hidden] -> [..., vocab].
   torch::Tensor logits(const torch::Tensor& hidden) const;
 
@@ -128,6 +138,8 @@ class LlamaNet {
   std::vector<TransformerBlock> layers_;
   torch::Tensor rope_cos_, rope_sin_;  // [context, head_dim] float32
   bool checkpointing_ = false;
+  bool fused_ = true;
+  int64_t score_chunk_rows_ = 0;  // 0: from the vocabulary's size
 };
 
 }  // namespace kbrl::lm

@@ -13,7 +13,7 @@ namespace kbrl::lm {
 namespace {
 
 constexpr std::string_view kKeys =
-    "device, dtype, graphs, max_tokens, top_p, style, shots, system, targets, micro_batch, checkpoint, adapter";
+    "device, dtype, graphs, fused, max_tokens, top_p, style, shots, system, targets, micro_batch, checkpoint, adapter";
 const std::vector<std::string> kTargets = {"q", "k", "v", "o", "gate", "up", "down"};
 
 // "random:<layers>x<hidden>[:seed]": a Llama-shaped model with random weights and a byte-level
@@ -94,6 +94,9 @@ LmOptions parse_lm_spec(std::string_view spec) {
     } else if (key == "graphs") {
       KBRL_CHECK_INPUT(value == "on" || value == "off", "policy spec: graphs={} (expected on or off)", value);
       o.model_options.cuda_graphs = value == "on";
+    } else if (key == "fused") {
+      KBRL_CHECK_INPUT(value == "on" || value == "off", "policy spec: fused={} (expected on or off)", value);
+      o.model_options.fused = value == "on";
     } else if (key == "max_tokens") {
       o.max_tokens = parse_spec_int(key, value, 1, 1 << 20);
     } else if (key == "top_p") {

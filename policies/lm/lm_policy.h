@@ -28,13 +28,14 @@ struct LmOptions {
   double top_p = 1.0;
   PromptOptions prompt;
   std::vector<std::string> lora_targets = {"q", "k", "v", "o", "gate", "up", "down"};
-  int micro_batch = 8;  // completions per forward/backward pass in update()
+  int micro_batch = 0;  // completions per forward/backward pass in update(); 0 = 8 on a CPU, 32 on a GPU
   std::string checkpoint;  // activation checkpointing in update(): on, off, "" = on for a GPU, off on a CPU
   std::string adapter;     // a LoRA adapter file loaded on top of the model (kbrl sft's adapter.pt); "" = none
 };
 
 /// `lm:<model>[,key=value...]`, keys: device (cpu|cuda[:N]), dtype (float32|bfloat16), graphs
-/// (on|off: CUDA graphs for decoding on a GPU, default on), max_tokens, top_p, style, shots, system
+/// (on|off: CUDA graphs for decoding on a GPU, default on), fused (on|off: fused attention and chunked
+/// log-probs in scoring and updates, default on), max_tokens, top_p, style, shots, system
 /// (as the endpoint spec), targets (q+k+v+o+gate+up+down, any subset joined by '+'), micro_batch,
 /// checkpoint (on|off: activation checkpointing in the update; default on for a GPU, off on a CPU),
 /// adapter (a LoRA adapter file to load: InputError when it was made for other shapes or another

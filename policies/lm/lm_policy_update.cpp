@@ -1,4 +1,5 @@
 // LmPolicy's optimizer step, measurements and checkpoints (lm_policy.h).
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -11,16 +12,22 @@
 namespace kbrl::lm {
 namespace {
 
-// The batch's items grouped by prompt (task and scale), then in micro-batches of at most `size`:
-// `visit(prompt tokens, item indices)` once per micro-batch (batch order within a prompt); each
-// prompt is built once.
+// The batch's items grouped by prompt (task and scale), then in micro-batches of at most `size`
+// (by length, longest first): `visit(prompt tokens, item indices)` once per micro-batch; each prompt
+// is built once.
 template <class Visit>
-void for_each_micro_batch(LmPolicy& policy, const std::vector<TrainItem>& batch, int size, const Visit& visit) {
+void for_each_micro_batch(LmPolicy& policy, const std::vector<TrainItem>& batch, const Visit& visit) {
+  const int size = policy.options().micro_batch > 0 ? policy.options().micro_batch
+                   : policy.options().model_options.device == "cpu" ? 8
+                                                                    : 32;
   std::map<std::pair<int, int>, std::vector<size_t>> groups;
   for (size_t i = 0; i < batch.size(); ++i)
     groups[{batch[i].task.id, static_cast<int>(batch[i].task.scale)}].push_back(i);
-  for (const auto& [key, indices] : groups) {
+  for (auto& [key, indices] : groups) {
     const std::vector<int> prompt = policy.prompt_tokens(batch[indices[0]].task, policy.options().prompt);
+    // Longest first, so that a micro-batch's completions have similar lengths: little padding.
+    std::stable_sort(indices.begin(), indices.end(),
+                     [&](size_t a, size_t b) { return batch[a].tokens.size() > batch[b].tokens.size(); });
     for (size_t start = 0; start < indices.size(); start += static_cast<size_t>(size)) {
       const auto end = indices.begin() + static_cast<std::ptrdiff_t>(std::min(indices.size(), start + size));
       visit(prompt, std::vector<size_t>(indices.begin() + static_cast<std::ptrdiff_t>(start), end));
@@ -58,7 +65,7 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
   const torch::Device dev = net.device();
   impl_->optimizer->zero_grad();
   double loss_sum = 0, entropy_sum = 0, kl_sum = 0, clipped = 0;
-  for_each_micro_batch(*this, batch, options_.micro_batch, [&](const std::vector<int>& prompt,
+  for_each_micro_batch(*this, batch, [&](const std::vector<int>& prompt,
                                                             const std::vector<size_t>& part) {
     std::vector<std::vector<int>> tokens;
     std::vector<std::vector<double>> adv, old, weights;
@@ -130,7 +137,7 @@ UpdateStats LmPolicy::measure(const std::vector<TrainItem>& batch, double temper
   UpdateStats stats;
   LlamaNet& net = impl_->model.net();
   double entropy_sum = 0, kl_sum = 0;
-  for_each_micro_batch(*this, batch, options_.micro_batch, [&](const std::vector<int>& prompt,
+  for_each_micro_batch(*this, batch, [&](const std::vector<int>& prompt,
                                                             const std::vector<size_t>& part) {
     std::vector<std::vector<int>> tokens;
     for (size_t k : part) tokens.push_back(batch[k].tokens);
