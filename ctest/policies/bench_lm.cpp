@@ -14,7 +14,10 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <map>
+#include <set>
+#include <string>
 
 #include <nlohmann/json.hpp>
 #include <kbrl/http_client.h>
@@ -22,6 +25,10 @@
 #include <policies/lm/lm_policy.h>
 #include <reference/task_registry.h>
 #include <torch/cuda.h>
+#include <torch/version.h>
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/autograd/profiler_kineto.h>
+#endif
 #if __has_include(<cuda_runtime_api.h>)
 #include <cuda_runtime_api.h>
 #endif
@@ -225,6 +232,25 @@ void BM_UpdateGpu(benchmark::State& state) {
   torch::cuda::synchronize();
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
   state.counters["prompt_tokens"] = static_cast<double>(p->prompt_tokens(relu(), p->options().prompt).size());
+  // KBRL_PROFILE_DIR: one more update of each fused GRPO case profiled (libtorch's Kineto profiler,
+  // CPU and CUDA activity), its trace written there as update_sft0_fused1_mb<M>.json (chrome://tracing).
+  const char* dir = std::getenv("KBRL_PROFILE_DIR");
+#if TORCH_VERSION_MAJOR >= 2
+  if (dir && *dir && fused && !sft) {
+    namespace prof = torch::profiler::impl;
+    const std::set<prof::ActivityType> activities{prof::ActivityType::CPU, prof::ActivityType::CUDA};
+    const prof::ProfilerConfig profile(prof::ProfilerState::KINETO);
+    torch::autograd::profiler::prepareProfiler(profile, activities);
+    torch::autograd::profiler::enableProfiler(profile, activities);
+    p->update(items, config);
+    torch::cuda::synchronize();
+    torch::autograd::profiler::disableProfiler()->save(std::string(dir) + "/update_sft" + std::to_string(sft) +
+                                                       "_fused" + std::to_string(fused) + "_mb" +
+                                                       std::to_string(state.range(2)) + ".json");
+  }
+#else
+  (void)dir;
+#endif
 }
 
 // Decoding alone: a 16-token prompt, kMaxTokens new tokens per completion, through LanguageModel.

@@ -283,7 +283,10 @@ std::vector<std::pair<std::string, torch::Tensor*>> LlamaNet::named_weights() {
 
 void LlamaNet::set_fused(bool on) {
   fused_ = on;
-  for (TransformerBlock& layer : layers_) layer.attention.fused = on;
+  for (TransformerBlock& layer : layers_) {
+    layer.attention.fused = on;
+    for (auto [name, proj] : layer.projections()) proj->fused = on;
+  }
 }
 
 int64_t LlamaNet::score_chunk_rows() const {

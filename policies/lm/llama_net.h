@@ -100,8 +100,9 @@ class LlamaNet {
   void set_checkpointing(bool on) { checkpointing_ = on; }
   bool checkpointing() const { return checkpointing_; }
   /// Fused operations (the default): attention through scaled_dot_product_attention (libtorch 2 and
-  /// later) and the output's log-probs in chunks of rows (sequence_scores.h); off, the plain tensor
-  /// operations they replace, which tests compare them with.
+  /// later), the output's log-probs in chunks of rows (sequence_scores.h), LoRA's products in the
+  /// activations' type (lora_linear.h); off, the plain tensor operations they replace, which tests
+  /// compare them with.
   void set_fused(bool on);
   bool fused() const { return fused_; }
   /// Rows of hidden states whose logits score_sequences computes at a time when fused (tests set

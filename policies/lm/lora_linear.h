@@ -1,7 +1,7 @@
 #pragma once
 // Internal to kbrl::lm (includes libtorch): a projection that can carry a LoRA adapter,
 // W x + b + (alpha / r) B A x, with A Kaiming-uniform and B zero at the start (LmPolicy's
-// reset_adapter), both float32 whatever W's type. BatchDecoder samples with the adapter merged into
+// reset_adapter), both kept in float32 whatever W's type. BatchDecoder samples with the adapter merged into
 // W instead (batch_decoder.cpp's merged()).
 #include <torch/torch.h>
 
@@ -14,13 +14,22 @@ struct LoraLinear {
   torch::Tensor b;       // [out, r] float32, trains
   double scale = 0.0;    // alpha / r
   bool adapter_on = true;  // false: the reference (base) model, e.g. for the KL term
+  // true (LlamaNet::set_fused): with half-precision activations the adapter's products run in their
+  // type (A and B cast from float32 each pass; their gradients arrive in float32), as mixed precision
+  // trains; false: x is cast to float32 and the products run there (a float32 copy of every input).
+  bool fused = true;
 
   torch::Tensor operator()(const torch::Tensor& x) const {
     torch::Tensor y = torch::matmul(x, weight.t());
     if (bias.defined()) y = y + bias;
     if (a.defined() && adapter_on) {
-      const torch::Tensor xf = x.to(torch::kFloat32);
-      y = y + (torch::matmul(torch::matmul(xf, a.t()), b.t()) * scale).to(y.scalar_type());
+      if (fused && x.scalar_type() != torch::kFloat32) {
+        const torch::Tensor ax = torch::matmul(x, a.to(x.scalar_type()).t());
+        y = y + torch::matmul(ax, b.to(x.scalar_type()).t()) * scale;
+      } else {
+        const torch::Tensor xf = x.to(torch::kFloat32);
+        y = y + (torch::matmul(torch::matmul(xf, a.t()), b.t()) * scale).to(y.scalar_type());
+      }
     }
     return y;
   }
