@@ -331,6 +331,7 @@ BENCHMARK(BM_UpdateGpu)
     ->Args({0, 0, 8})
     ->Args({0, 1, 8})
     ->Args({0, 1, 32})
+    ->Args({0, 1, 64})
     ->Args({1, 0, 8})
     ->Args({1, 1, 32})
     ->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
