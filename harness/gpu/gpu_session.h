@@ -41,8 +41,8 @@ struct CheckSettings {
 struct TimingSettings {
   AdaptiveStopConfig stop = stop_config(TimingMode::fast);  // how many samples (harness/stats.h)
   int warmups = 3;  // the evaluator draws it from the run's secret (warmups_for)
-  /// Time the reference paired with the candidate: one reference run on the same inputs beside every
-  /// timed candidate run, in an order drawn from the secret. False only in benchmarks.
+  /// Time the reference paired with the candidate: one reference run on the same inputs after every
+  /// timed candidate run. False only in benchmarks.
   bool time_reference = true;
 };
 

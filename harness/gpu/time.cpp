@@ -21,9 +21,8 @@ int64_t compared_places(int64_t n) {
   return std::min<int64_t>(std::max<int64_t>(std::min<int64_t>(n, 4096), n / 16), int64_t{1} << 20);
 }
 
-/// Whether the sample also verifies that the candidate left its inputs as they were (only where the
-/// reference runs after it; the parameters are verified after every run): a quarter of the samples,
-/// drawn from the secret. A candidate that rewrites its inputs so that the reference after it agrees
+/// Whether the sample also verifies that the candidate left its inputs as they were (the parameters
+/// are verified after every run): a quarter of the samples, drawn from the secret. A candidate that rewrites its inputs so that the reference after it agrees
 /// with a cheap answer is caught with probability 1 - (7/8)^(runs it cheats in), and must cheat in
 /// more than half of them to move the median.
 bool verifies_inputs(uint64_t secret, int task_id, int64_t sample) {
@@ -40,12 +39,13 @@ struct SampleKeys {
 // Warm-ups (a number drawn from the secret) on the last trial's inputs, then samples. Before each
 // sample the inputs are drawn afresh (KernelBench's distribution, a seed from the secret and the
 // session's job count): a result remembered from any earlier run, this candidate's or another's, is
-// of no use. Each sample times the candidate after an L2 flush, and the
-// reference on the same inputs before or after it (an order drawn from the secret). Right after the
-// reference, the harness gathers its outputs at places drawn from a per-sample key, masked with a
-// keyed noise, and poisons them: while the candidate runs, no reference answer for its inputs is in
-// memory, only noise from unknown places. After the candidate, the same places of its outputs are
-// gathered, the reference's values unmasked, and the two compared with the check's tolerances.
+// of no use. Each sample times the candidate after an L2 flush, then the reference on the same
+// inputs: no run before the candidate's has seen them, so neither the reference's answer nor what it
+// computed on the way (a norm's sum, a softmax's row maxima, attention's scores, left in freed memory)
+// exists for the candidate to read. Right after the reference, the harness gathers its outputs at
+// places drawn from a per-sample key, masked with a keyed noise, and poisons them; then the same
+// places of the candidate's outputs are gathered, the reference's values unmasked, and the two
+// compared with the check's tolerances.
 Timing time_candidate(GpuSession::Impl& s, JobState& st) {
   const GpuJob& job = st.job;
   const TaskSpec& spec = st.spec;
@@ -129,8 +129,7 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
     s.mark("inputs");
     const SampleKeys keys{trial_seed(sample_secret, spec.id, 8'000'000 + draw) | 1,
                           trial_seed(sample_secret, spec.id, 9'000'000 + draw) | 1};
-    const bool reference_first = (trial_seed(job.check.secret, spec.id, 1'000'000 + draw) & 1) != 0;
-    const bool watch_inputs = !reference_first && verifies_inputs(job.check.secret, spec.id, sample);
+    const bool watch_inputs = verifies_inputs(job.check.secret, spec.id, sample);
     auto watch = [&](int64_t when) {  // the inputs' keyed fingerprints, before or after
       enqueue_fingerprints(s, st.inputs, st.input_key, watched_fp[when]);
       watched[sample][when].copy_(watched_fp[when], /*non_blocking=*/true);
@@ -150,7 +149,6 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
       s.mark("compare");
     };
     if (watch_inputs) watch(0);
-    if (reference_first) reference_step(job.timing.time_reference);
     // No poison before a timed run: what the outputs hold is the previous run's answer to other
     // inputs, wrong wherever the candidate leaves it, and guard bands written in any timed run stay
     // written until the end (they used to be re-poisoned, which cost a write of every output).
@@ -161,7 +159,7 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
     params_after[sample].copy_(param_slots, /*non_blocking=*/true);
     s.mark("fingerprints");
     if (watch_inputs) watch(1);
-    if (!reference_first) reference_step(job.timing.time_reference);
+    reference_step(job.timing.time_reference);
     for (int64_t o = 0; o < n_out; ++o) {
       gather(st.outputs[o].tensor, o, keys.positions, 0, candidate_values[o]);
       gather(reference_values[o], o, 0, keys.mask, reference_values[o]);  // unmasks in place
