@@ -79,7 +79,9 @@ def evaluate(items: list[dict], url: str | None = None, token: str | None = None
              timeout: float = SERVER_WAIT + 60, retries: int = 8, use_async: bool | None = None,
              poll: float = 1.0) -> list[dict]:
     """Evaluates items ({"task_id": 19, "text": "..."} or "candidate" or "config", optionally "mode",
-    "tolerance", "inputs", "reward"): one EvalRecord per item, in order. Requests of more than 1,024
+    "tolerance", "inputs", "reward"): one EvalRecord per item, in order; an item the server could not
+    read (an unknown task, a bad value) is {"error": {"code", "message", "field"}} in its place
+    (reward_of gives it the default), the others evaluated. Requests of more than 1,024
     items are split. A batch of ASYNC_FROM items or more (or any, with use_async=True) goes as an
     async job polled every `poll` seconds (growing to 10); `timeout` bounds the whole wait, after
     which the job is deleted (its items not yet on a GPU dropped) and TimeoutError raised. A
@@ -126,7 +128,8 @@ def _evaluate_async(items: list[dict], url, token, deadline: float, retries: int
 
 
 def reward_of(record: dict, default: float = 0.0) -> float:
-    """The record's reward as a float; `default` when it is missing or not finite ("nan", "inf")."""
+    """The record's reward as a float; `default` when it is missing or not finite ("nan", "inf"), or
+    the item's answer is an error."""
     try:
         value = float(record.get("reward", default))
     except (TypeError, ValueError):

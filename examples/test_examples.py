@@ -71,6 +71,15 @@ def direct():
             + ("" if UNCOMPILED == 0.0 else " (not 0.0: the server's --reward is not speedup?)"))
 
 
+def bad_item():
+    # An item the server cannot read is answered in its place; the batch's other items are evaluated.
+    good, bad = kbrl_client.evaluate([{"task_id": TASK, "text": BROKEN}, {"task_id": 999, "text": BROKEN}])
+    assert good.get("outcome") == "compile_error", good
+    assert bad.get("error", {}).get("field") == "items[1].task_id", bad
+    assert kbrl_client.reward_of(bad) == 0.0
+    return f"items[1] answered {bad['error']['code']} ({bad['error']['field']}), items[0] {good['outcome']}"
+
+
 def prompt():
     p = kbrl_client.prompt(TASK)
     assert p["task_id"] == TASK and "kbrl_forward" in p["user"] and p["version"], p.get("version")
@@ -168,6 +177,7 @@ def async_jobs():
 UNCOMPILED = None
 print(f"kbrl serve at {os.environ['KBRL_SERVE_URL']}; stubs for: {', '.join(stubbed) or 'none'}")
 check("kbrl_client.evaluate", direct)
+check("kbrl_client.evaluate, a bad item", bad_item)
 check("kbrl_client.prompt", prompt)
 check("kbrl_client async jobs", async_jobs)
 check("tinker_env.KbrlEnv", lambda: rewards_ok(asyncio.run(tinker_episode()), UNCOMPILED))

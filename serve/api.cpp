@@ -186,7 +186,18 @@ std::vector<PreparedItem> parse_evaluate_request(std::string_view body, const Ev
                     items.size(), limits.max_items), "items"));
   std::vector<PreparedItem> out;
   out.reserve(items.size());
-  for (size_t i = 0; i < items.size(); ++i) out.push_back(parse_item(items[i], i, defaults, limits));
+  size_t readable = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    try {
+      out.push_back(parse_item(items[i], i, defaults, limits));
+      ++readable;
+    } catch (const ApiException& e) {  // this item's fault: answered in its place, the others go on
+      PreparedItem bad;
+      bad.error = e.error();
+      out.push_back(std::move(bad));
+    }
+  }
+  if (readable == 0) throw ApiException(*out.front().error);
   return out;
 }
 
@@ -242,11 +253,12 @@ std::vector<PreparedItem> parse_openrlhf_request(std::string_view body, const Ev
   return out;
 }
 
-nlohmann::json openrlhf_rewards_json(const std::vector<EvalRecord>& records) {
+nlohmann::json openrlhf_rewards_json(const std::vector<ItemAnswer>& answers) {
   Json rewards = Json::array(), outcomes = Json::array();
-  for (const EvalRecord& r : records) {
-    rewards.push_back(std::isfinite(r.reward) ? r.reward : 0.0);
-    outcomes.push_back(std::string(to_string(r.outcome)));
+  for (const ItemAnswer& a : answers) {
+    const EvalRecord* r = std::get_if<EvalRecord>(&a);
+    rewards.push_back(r && std::isfinite(r->reward) ? r->reward : 0.0);
+    outcomes.push_back(r ? std::string(to_string(r->outcome)) : std::string("error"));
   }
   return {{"rewards", std::move(rewards)}, {"outcomes", std::move(outcomes)}};
 }
@@ -283,11 +295,16 @@ bool kernelbench_format(const std::map<std::string, std::string>& params) {
   throw ApiException(bad_request(fmt::format("format={}: kbrl or kernelbench", it->second.substr(0, 40)), "format"));
 }
 
-nlohmann::json records_json(const std::vector<EvalRecord>& records, bool kernelbench) {
-  if (!kernelbench) return {{"records", records}};
-  nlohmann::json results = nlohmann::json::array();
-  for (const EvalRecord& r : records) results.push_back(kernelbench_result(r));
-  return {{"results", std::move(results)}};
+nlohmann::json answer_json(const ItemAnswer& answer, bool kernelbench) {
+  if (const ApiError* e = std::get_if<ApiError>(&answer)) return error_json(*e);
+  const EvalRecord& r = std::get<EvalRecord>(answer);
+  return kernelbench ? kernelbench_result(r) : Json(r);
+}
+
+nlohmann::json records_json(const std::vector<ItemAnswer>& answers, bool kernelbench) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const ItemAnswer& a : answers) out.push_back(answer_json(a, kernelbench));
+  return {{kernelbench ? "results" : "records", std::move(out)}};
 }
 
 }  // namespace kbrl::serving

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -64,13 +65,21 @@ struct PreparedItem {
   ActionInfo action;
   std::string format_error;  // why there is no candidate (a format_error record)
   Outcome failure = Outcome::format_error;  // or unsupported_format (Realized::failure)
+  /// The item could not be read (an unknown task, a wrong type, an unknown field, ...): it is never
+  /// evaluated, and its place in the answer holds this error.
+  std::optional<ApiError> error;
 };
 
+/// One item's answer: its record, or why the item could not be read.
+using ItemAnswer = std::variant<EvalRecord, ApiError>;
+
 /// Parses and realizes `POST /v1/evaluate`'s body. Throws ApiException: 400 bad_request for
-/// malformed JSON, a wrong type, an unknown field or a bad value (naming the field, e.g.
-/// "items[3].mode"), 400 too_large for too many items or an item's text over its limit, 413
-/// too_large for a body over its limit. A text, candidate or configuration that yields no
-/// candidate is not an error: its item has `format_error`.
+/// malformed JSON or a body that is not {"items": [...]}, 400 too_large for too many items, 413
+/// too_large for a body over its limit. An item that cannot be read (a wrong type, an unknown field,
+/// a bad value, its text over its limit: the error names the field, e.g. "items[3].mode") has
+/// `error` and the others are evaluated; when no item can be read, the first item's error is
+/// thrown. A text, candidate or configuration that yields no candidate is not an error: its item
+/// has `format_error`.
 std::vector<PreparedItem> parse_evaluate_request(std::string_view body, const EvalSettings& defaults,
                                                  const ServeLimits& limits = {});
 
@@ -84,16 +93,19 @@ nlohmann::json tasks_json();
 /// parse_evaluate_request's, naming query[i] or labels[i].
 std::vector<PreparedItem> parse_openrlhf_request(std::string_view body, const EvalSettings& defaults,
                                                  const ServeLimits& limits = {});
-/// The answer OpenRLHF reads: {"rewards": [each record's reward, 0.0 when not finite], "outcomes":
-/// [kbrl's outcome per query]}.
-nlohmann::json openrlhf_rewards_json(const std::vector<EvalRecord>& records);
+/// The answer OpenRLHF reads: {"rewards": [each record's reward, 0.0 when not finite or the item had
+/// an error], "outcomes": [kbrl's outcome per query, or "error"]}.
+nlohmann::json openrlhf_rewards_json(const std::vector<ItemAnswer>& answers);
 
 /// `?format=kbrl` (the default: "records", kbrl's EvalRecords) or `?format=kernelbench` ("results",
 /// KernelBench's result fields: harness/record/kernelbench_result.h). Throws 400 for another value.
 bool kernelbench_format(const std::map<std::string, std::string>& params);
-/// The records of an evaluate answer or a done job, under "records" or, in KernelBench's format,
-/// "results".
-nlohmann::json records_json(const std::vector<EvalRecord>& records, bool kernelbench);
+/// The answers of an evaluate request or a done job, under "records" or, in KernelBench's format,
+/// "results": per item its record (or KernelBench's fields), or {"error": {...}} for an item that
+/// could not be read.
+nlohmann::json records_json(const std::vector<ItemAnswer>& answers, bool kernelbench);
+/// One answer as JSON: the record (KernelBench's fields when asked) or {"error": {...}}.
+nlohmann::json answer_json(const ItemAnswer& answer, bool kernelbench = false);
 /// `GET /v1/tasks/{id}/prompt?style=`: throws ApiException 404 for an unknown task, 400 for a bad
 /// style.
 nlohmann::json prompt_json(int task_id, std::string_view style, Scale scale);

@@ -138,7 +138,13 @@ std::vector<EvalRecord> Client::evaluate(const nlohmann::json& items) {
                    items.size());
   std::vector<EvalRecord> records;
   records.reserve(items.size());
-  for (const Json& r : answer["records"]) records.push_back(record_from_json(r));
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Json& r = answer["records"][i];
+    // An item the server could not read (its place holds the error): a bug of the caller's items.
+    KBRL_CHECK_INPUT(!r.contains("error"), "the server could not read item {}: {}", i,
+                     r["error"].value("message", r["error"].dump()));
+    records.push_back(record_from_json(r));
+  }
   count_harness_errors(std::count_if(records.begin(), records.end(),
                                      [](const EvalRecord& r) { return r.outcome == Outcome::harness_error; }));
   return records;

@@ -15,7 +15,7 @@ std::string_view to_string(Job::Status status) {
 }
 
 Job::Job(std::string id, std::string client, size_t total, Done on_done)
-    : id_(std::move(id)), client_(std::move(client)), total_(total), on_done_(std::move(on_done)), records_(total) {}
+    : id_(std::move(id)), client_(std::move(client)), total_(total), on_done_(std::move(on_done)), answers_(total) {}
 
 Job::Status Job::status() const {
   std::lock_guard lock(mutex_);
@@ -33,12 +33,12 @@ std::optional<ApiError> Job::error() const {
   std::lock_guard lock(mutex_);
   return error_;
 }
-std::vector<EvalRecord> Job::records() const {
+std::vector<ItemAnswer> Job::answers() const {
   std::lock_guard lock(mutex_);
-  std::vector<EvalRecord> out;
-  out.reserve(records_.size());
-  for (const auto& r : records_)
-    if (r) out.push_back(*r);
+  std::vector<ItemAnswer> out;
+  out.reserve(answers_.size());
+  for (const auto& a : answers_)
+    if (a) out.push_back(*a);
   return out;
 }
 
@@ -47,7 +47,7 @@ nlohmann::json Job::to_json() const {
   Json j = {{"job", id_}, {"status", std::string(serving::to_string(status_))}, {"done", done_}, {"total", total_}};
   if (status_ == Status::done) {
     Json records = Json::array();
-    for (const auto& r : records_) records.push_back(*r);
+    for (const auto& a : answers_) records.push_back(answer_json(*a));
     j["records"] = std::move(records);
   }
   if (status_ == Status::failed && error_) j["error"] = error_json(*error_)["error"];
@@ -59,12 +59,15 @@ void Job::started() {
   if (status_ == Status::queued) status_ = Status::running;
 }
 
-void Job::complete(size_t index, const EvalRecord& record) {
+void Job::complete(size_t index, const EvalRecord& record) { answer(index, record); }
+void Job::reject(size_t index, const ApiError& error) { answer(index, error); }
+
+void Job::answer(size_t index, ItemAnswer answer) {
   Done call;
   {
     std::lock_guard lock(mutex_);
-    if (status_ == Status::done || status_ == Status::failed || records_[index]) return;
-    records_[index] = record;
+    if (status_ == Status::done || status_ == Status::failed || answers_[index]) return;
+    answers_[index] = std::move(answer);
     if (++done_ < total_) return;
     status_ = Status::done;
     call = std::move(on_done_);

@@ -28,10 +28,12 @@ class Job {
   const std::string& client() const { return client_; }
   size_t total() const { return total_; }
 
-  /// A snapshot: status, items done, and the records when done or the error when failed.
+  /// A snapshot: status, items done, and the answers when done or the error when failed.
   Status status() const;
   size_t done() const;
-  std::vector<EvalRecord> records() const;  // complete only when status() == done
+  /// Each item's record or, for an item that could not be read, its error; complete only when
+  /// status() == done.
+  std::vector<ItemAnswer> answers() const;
   std::optional<ApiError> error() const;
   /// {"job", "status", "done", "total"} (+ "records" when done, "error" when failed).
   nlohmann::json to_json() const;
@@ -41,7 +43,9 @@ class Job {
   friend class Scheduler;
   void started();
   void complete(size_t index, const EvalRecord& record);  // calls on_done after the last
+  void reject(size_t index, const ApiError& error);       // an item that could not be read
   void fail(const ApiError& error);                       // calls on_done once
+  void answer(size_t index, ItemAnswer answer);
 
   const std::string id_;
   const std::string client_;
@@ -49,7 +53,7 @@ class Job {
   Done on_done_;
   mutable std::mutex mutex_;
   Status status_ = Status::queued;
-  std::vector<std::optional<EvalRecord>> records_;
+  std::vector<std::optional<ItemAnswer>> answers_;
   size_t done_ = 0;
   std::optional<ApiError> error_;
 };

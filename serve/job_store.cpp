@@ -18,7 +18,9 @@ constexpr size_t kGoneIds = 65536;  // ids of dropped jobs remembered for a 410 
 
 size_t job_bytes(const Job& job) {
   size_t bytes = sizeof(Job) + job.id().size() + job.client().size();
-  for (const EvalRecord& r : job.records()) bytes += approximate_bytes(r);
+  for (const ItemAnswer& a : job.answers())
+    bytes += std::holds_alternative<EvalRecord>(a) ? approximate_bytes(std::get<EvalRecord>(a))
+                                                   : sizeof(ApiError) + std::get<ApiError>(a).message.size();
   return bytes;
 }
 

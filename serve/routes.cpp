@@ -54,7 +54,7 @@ Reply job(const RouteRequest& r, Scheduler& scheduler, std::string& allow) {
   Json j = found.job->to_json();
   if (kernelbench && j.contains("records")) {
     j.erase("records");
-    j.update(records_json(found.job->records(), true));
+    j.update(records_json(found.job->answers(), true));
   }
   return json_reply(200, j);
 }

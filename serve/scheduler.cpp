@@ -102,7 +102,8 @@ Scheduler::~Scheduler() { drain(); }
 
 std::shared_ptr<Job> Scheduler::submit(const std::string& client, std::vector<PreparedItem> items, Job::Done on_done) {
   if (draining_) throw ApiException(shutting_down());
-  KBRL_ASSERT(!items.empty(), "a job without items");
+  KBRL_ASSERT(std::any_of(items.begin(), items.end(), [](const PreparedItem& i) { return !i.error; }),
+              "a job without an item to evaluate");
   if (items.size() > options_.max_queue)
     throw ApiException(too_large(fmt::format("{} items at once; this server queues at most {} (--max-queue): split them",
                                              items.size(), options_.max_queue), "items"));
@@ -113,9 +114,16 @@ std::shared_ptr<Job> Scheduler::submit(const std::string& client, std::vector<Pr
   if (async) on_done = [this](const Job& finished) { jobs_.finished(finished); };
   auto job = std::make_shared<Job>(random_job_id(), client, items.size(), std::move(on_done));
   auto& queue = queues_[client];
-  for (size_t i = 0; i < items.size(); ++i)
+  size_t queued = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].error) {  // answered in its place now; the job has items left, so it does not finish here
+      job->reject(i, *items[i].error);
+      continue;
+    }
     queue.push_back({job, i, std::make_shared<const PreparedItem>(std::move(items[i])), Clock::now()});
-  queued_ += items.size();
+    ++queued;
+  }
+  queued_ += queued;
   if (async) jobs_.add(job);  // kept to be polled, before a dispatcher can finish it
   work_.notify_all();
   return job;

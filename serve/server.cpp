@@ -204,8 +204,8 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
       std::optional<ApiError> error = done.error();
       Json body;
       if (!error)
-        body = shape == Shape::openrlhf ? openrlhf_rewards_json(done.records())
-                                        : records_json(done.records(), shape == Shape::kernelbench);
+        body = shape == Shape::openrlhf ? openrlhf_rewards_json(done.answers())
+                                        : records_json(done.answers(), shape == Shape::kernelbench);
       net::post(executor, [self, error = std::move(error), body = std::move(body)]() mutable {
         self->guarded([&] {
           self->deadline_.reset();

@@ -199,6 +199,41 @@ TEST(Serve, KernelBenchResultFieldsOnRequest) {
   EXPECT_EQ(rewards["outcomes"][1], "compile_error");
 }
 
+// An item that cannot be read (an unknown task, a bad value) is answered in its place with its error;
+// the batch's other items are evaluated, synchronously, as a job and in KernelBench's format.
+TEST(Serve, ABadItemIsAnsweredInItsPlaceAndTheOthersAreEvaluated) {
+  TempDir dir;
+  TestServer server(dir.path());
+  const Json items = {{"items",
+                       {{{"task_id", 19}, {"candidate", relu_candidate()}},
+                        {{"task_id", 999}, {"candidate", relu_candidate()}},
+                        {{"task_id", 19}, {"candidate", relu_candidate()}, {"mode", "slow"}}}}};
+  auto expect_answers = [](const Json& answers) {
+    ASSERT_EQ(answers.size(), 3u) << answers.dump().substr(0, 300);
+    EXPECT_FALSE(answers[0].contains("error")) << answers[0].dump().substr(0, 300);
+    EXPECT_EQ(answers[1]["error"]["field"], "items[1].task_id");
+    EXPECT_EQ(answers[1]["error"]["code"], "bad_request");
+    EXPECT_EQ(answers[2]["error"]["field"], "items[2].mode");
+  };
+  const Json answer = post(server.url() + "/v1/evaluate", items);
+  expect_answers(answer["records"]);
+  EXPECT_EQ(answer["records"][0]["outcome"], "ok");
+  const Json kernelbench = post(server.url() + "/v1/evaluate?format=kernelbench", items);
+  expect_answers(kernelbench["results"]);
+  EXPECT_EQ(kernelbench["results"][0]["correctness"], true);
+  const std::string id = post(server.url() + "/v1/evaluate?async=1", items, 202)["job"];
+  Json job;
+  for (int i = 0; i < 600 && job["status"] != "done"; ++i) {
+    job = get(server.url() + "/v1/jobs/" + id);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(job["status"], "done") << job.dump().substr(0, 300);
+  expect_answers(job["records"]);
+  // No item readable: the request is the 400 of its first item.
+  const Json none = post(server.url() + "/v1/evaluate", {{"items", {items["items"][1], items["items"][2]}}}, 400);
+  EXPECT_EQ(none["error"]["field"], "items[0].task_id");
+}
+
 TEST(Serve, BadRequestsGetJsonErrors) {
   TempDir dir;
   ServerOptions options;

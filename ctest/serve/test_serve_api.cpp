@@ -178,7 +178,7 @@ TEST(ServeApi, MalformedRequestsAre400sNamingTheField) {
       {R"({"items": [{"task_id": 19, "config": {"x": [1]}}]})", "items[0].config.x"},
       {R"({"items": [{"task_id": 19, "config": {"block": 1.5}}]})", "items[0].config.block"},
       {R"({"items": [{"task_id": 19, "config": "block=256"}]})", "items[0].config"},
-      {R"({"items": [{"task_id": 19, "text": "x"}, {"task_id": 19, "text": "x", "mode": 1}]})", "items[1].mode"},
+      {R"({"items": [{"task_id": 19, "text": 1}, {"task_id": 19, "text": "x", "mode": 1}]})", "items[0].text"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.body);
@@ -192,6 +192,30 @@ TEST(ServeApi, MalformedRequestsAre400sNamingTheField) {
       EXPECT_NE(e.message.find(c.field), std::string::npos) << e.message;
     }
   }
+}
+
+// In a batch with a readable item, an unreadable one is not the request's 400 but that item's error.
+TEST(ServeApi, AnUnreadableItemInABatchCarriesItsError) {
+  const auto items = parse_evaluate_request(
+      R"({"items": [{"task_id": 19, "text": "x"}, {"task_id": 19, "text": "x", "mode": 1}, {"problem_id": 0, "text": "x"}]})",
+      EvalSettings{});
+  ASSERT_EQ(items.size(), 3u);
+  EXPECT_FALSE(items[0].error.has_value());
+  ASSERT_TRUE(items[1].error.has_value());
+  EXPECT_EQ(items[1].error->field, "items[1].mode");
+  ASSERT_TRUE(items[2].error.has_value());
+  EXPECT_EQ(items[2].error->field, "items[2].problem_id");
+  EvalRecord ok;
+  ok.outcome = Outcome::ok;
+  ok.reward = 1.5;
+  const std::vector<ItemAnswer> answers = {ok, *items[1].error};
+  const Json records = records_json(answers, false)["records"];
+  EXPECT_EQ(records[0]["outcome"], "ok");
+  EXPECT_EQ(records[1]["error"]["field"], "items[1].mode");
+  EXPECT_EQ(records_json(answers, true)["results"][1]["error"]["code"], "bad_request");
+  const Json rewards = openrlhf_rewards_json(answers);
+  EXPECT_EQ(rewards["rewards"], Json::array({1.5, 0.0}));
+  EXPECT_EQ(rewards["outcomes"][1], "error");
 }
 
 TEST(ServeApi, OversizedFieldsAre400sAndOversizedBodies413s) {
