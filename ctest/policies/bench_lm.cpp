@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 #include <kbrl/http_client.h>
 #include <policies/lm/language_model.h>
+#include <policies/lm/llama_net.h>
 #include <policies/lm/lm_policy.h>
 #include <reference/task_registry.h>
 #include <torch/cuda.h>
@@ -94,11 +95,12 @@ void sample_bench(benchmark::State& state, LmPolicy* p, int n) {
   state.counters["prompt_tokens"] = static_cast<double>(p->prompt_tokens(relu(), p->options().prompt).size());
 }
 
-void train_bench(benchmark::State& state, LmPolicy* p) {
+void train_bench(benchmark::State& state, LmPolicy* p, bool fused = true) {
   if (!p) {
     state.SkipWithError("no model (CPU: .ci/setup-llm's SmolLM2; GPU: none visible)");
     return;
   }
+  p->model().net().set_fused(fused);
   p->add_adapter({16, 32.0}, 1);
   p->set_optimizer({.learning_rate = 1e-5});
   const auto samples = p->sample(relu(), kCompletions, 1.0, 7);
@@ -109,10 +111,12 @@ void train_bench(benchmark::State& state, LmPolicy* p) {
   for (auto _ : state) tokens += p->update(items, UpdateConfig{}).tokens;
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
   p->remove_adapter();
+  p->model().net().set_fused(true);
 }
 
 void BM_SampleCpu(benchmark::State& state) { sample_bench(state, cpu_policy().get(), static_cast<int>(state.range(0))); }
-void BM_TrainStepCpu(benchmark::State& state) { train_bench(state, cpu_policy().get()); }
+// Arg: the fused operations (1, the default) or the plain ones (0).
+void BM_TrainStepCpu(benchmark::State& state) { train_bench(state, cpu_policy().get(), state.range(0) == 1); }
 void BM_SampleGpu(benchmark::State& state) { sample_bench(state, gpu_policy().get(), static_cast<int>(state.range(0))); }
 void BM_TrainStepGpu(benchmark::State& state) { train_bench(state, gpu_policy().get()); }
 
@@ -311,7 +315,7 @@ void BM_LlamaServerSample(benchmark::State& state) {
 BENCHMARK(BM_SampleCpu)->Arg(1)->Arg(kCompletions)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 BENCHMARK(BM_DecodeCpu)->Arg(1)->Arg(kCompletions)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 BENCHMARK(BM_LlamaServerSample)->Args({kCompletions, 1})->Args({kCompletions, 0})->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
-BENCHMARK(BM_TrainStepCpu)->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
+BENCHMARK(BM_TrainStepCpu)->ArgName("fused")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
 BENCHMARK(BM_SampleGpu)->Arg(1)->Arg(kCompletions)->Arg(64)->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
 BENCHMARK(BM_TrainStepGpu)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 BENCHMARK(BM_DecodeGpu)

@@ -25,7 +25,7 @@ struct LoraLinear {
     if (a.defined() && adapter_on) {
       if (fused && x.scalar_type() != torch::kFloat32) {
         const torch::Tensor ax = torch::matmul(x, a.to(x.scalar_type()).t());
-        y = y + torch::matmul(ax, b.to(x.scalar_type()).t()) * scale;
+        y = y + torch::matmul(ax, (b * scale).to(x.scalar_type()).t());  // the scale on B, not on y
       } else {
         const torch::Tensor xf = x.to(torch::kFloat32);
         y = y + (torch::matmul(torch::matmul(xf, a.t()), b.t()) * scale).to(y.scalar_type());
