@@ -26,6 +26,7 @@
 #include <vector>
 
 #include <harness/compile/precision_audit.h>  // PrecisionPolicy
+#include <harness/stage_values.h>            // DevicePeaks
 #include <kbrl/enum_names.h>
 
 namespace kbrl {
@@ -79,15 +80,6 @@ RewardConfig parse_reward(std::string_view spec, RewardConfig base = {});
 /// The spec of a config's kind and parameters (parse_reward's inverse): the bare kind name when
 /// the parameters are the defaults, so that the record keys of a default reward never change.
 std::string reward_spec(const RewardConfig& config);
-
-/// Peak rates of a device, measured (a copy kernel's bandwidth, FMA-bound kernels' FLOP rates).
-/// A rate of 0 means unknown: that bound is then left out of the floor.
-struct DevicePeaks {
-  double copy_bytes_per_s = 0.0;
-  double fp32_flops_per_s = 0.0;
-  double tf32_flops_per_s = 0.0;
-  bool operator==(const DevicePeaks&) const = default;
-};
 
 /// Speed-of-light floor in milliseconds: max(min_bytes / bandwidth, flops / rate), where the rate
 /// is the tf32 one when `uses_tf32` (and known), else the fp32 one. 0 when nothing is known.

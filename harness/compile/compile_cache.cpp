@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include <harness/worker/byte_io.h>
+#include <harness/compile/byte_io.h>
 #include <kbrl/check.h>
 #include <kbrl/sha256.h>
 

@@ -1,12 +1,12 @@
 #pragma once
 // Internal to the compile stage: the bytes between the parent and kbrl-nvrtc. The job goes in on
 // the child's stdin (fd 0), the reply comes back on fd 3; both are length-prefixed fields
-// (worker/byte_io.h), so a short or garbled message is detected, never misread.
+// (byte_io.h), so a short or garbled message is detected, never misread.
 #include <cstdint>
 #include <optional>
 #include <string>
 
-#include <harness/worker/byte_io.h>
+#include <harness/compile/byte_io.h>
 
 #include "compile_child.h"
 

@@ -10,8 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include <harness/record/eval_record.h>  // TrialCheck
-#include <harness/reward.h>
+#include <harness/stage_values.h>  // TrialCheck, DevicePeaks
 #include <harness/stats.h>
 #include <kbrl/outcome.h>
 #include <kernels/candidate.h>

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include <harness/record/eval_record.h>  // TrialCheck
+#include <harness/stage_values.h>  // TrialCheck
 #include <kbrl/outcome.h>
 
 namespace kbrl::gpu {

@@ -29,6 +29,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <harness/stage_values.h>  // TrialCheck
 #include <harness/stats.h>
 #include <kbrl/outcome.h>
 #include <kernels/action.h>
@@ -120,20 +121,6 @@ struct CompileInfo {
   bool cache_hit = false;
   std::vector<std::string> precision_findings;  // the precision audit's findings, as text
   bool operator==(const CompileInfo&) const = default;
-};
-
-/// One correctness trial. `seed_id` names the trial's seed (never the run secret).
-struct TrialCheck {
-  int trial = 0;
-  std::string seed_id;
-  bool passed = false;
-  double max_abs_error = 0.0;
-  double max_rel_error = 0.0;
-  std::string failure;  // the first failing reason; empty when passed
-  /// The relative L2 error against a float64 computation of the same operator on the same inputs:
-  /// the candidate's, and the float32 reference's own (set on the trial that measured them).
-  std::optional<double> f64_error, f64_reference_error;
-  bool operator==(const TrialCheck&) const = default;
 };
 
 struct EvalRecord {

@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdio>
 
+#include <harness/record/eval_record.h>  // a trial's JSON on the wire is the record's (to_json(TrialCheck))
 #include <kbrl/error.h>
 #include <kernels/candidate_json.h>
 
