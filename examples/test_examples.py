@@ -2,7 +2,7 @@
 
 For task 19 (ReLU) it scores a correct kernel body, a text with no code (a format_error) and a body
 that does not compile, directly and through each framework's interface (tinker-cookbook Env,
-verifiers Rubric, TRL reward function, verl compute_score), and checks: one reward per completion,
+verifiers Rubric, TRL reward function, verl compute_score, SkyRL-Gym environment), and checks: one reward per completion,
 each a float, and the format error rewarded like the uncompiled candidate (0.0 under the default
 speedup reward). Frameworks that are not installed are replaced by stubs/ (an installed one wins).
 Exits non-zero on any failure.
@@ -21,10 +21,12 @@ if not os.environ.get("KBRL_SERVE_URL"):
           "(e.g. KBRL_SERVE_URL=http://127.0.0.1:8750). Skipped.", file=sys.stderr)
     sys.exit(77)
 sys.path.insert(0, HERE)
-stubbed = [p for p in ("tinker", "tinker_cookbook", "verifiers") if importlib.util.find_spec(p) is None]
+stubbed = [p for p in ("tinker", "tinker_cookbook", "verifiers", "skyrl_gym") if importlib.util.find_spec(p) is None]
 sys.path.append(os.path.join(HERE, "stubs"))  # last: an installed package always wins
 
 import kbrl_client  # noqa: E402
+import skyrl_env  # noqa: E402
+import skyrl_gym  # noqa: E402
 import tinker  # noqa: E402
 import tinker_env  # noqa: E402
 import trl_reward  # noqa: E402
@@ -152,6 +154,34 @@ def verl_rewards():
             rewards_ok(b, UNCOMPILED))
 
 
+def skyrl_rewards():
+    """Through SkyRL-Gym's own registry: make, init, step, as SkyRL-train's generator drives an env."""
+    skyrl_env.register()
+    rows = {r["extra_info"]["task_id"]: r for r in skyrl_env.dataset_rows("train")}
+    assert TASK in rows and rows[TASK]["env_class"] == "kbrl", sorted(rows)[:5]
+    try:
+        from omegaconf import OmegaConf  # what SkyRL-train passes; a dict elsewhere
+        config = OmegaConf.create({"url": os.environ["KBRL_SERVE_URL"]})
+    except ImportError:
+        config = {"url": os.environ["KBRL_SERVE_URL"]}
+    rewards, outcomes = [], []
+    for text in TEXTS:
+        env = skyrl_gym.make("kbrl", env_config=config, extras=rows[TASK])
+        prompt, _ = env.init(rows[TASK]["prompt"])
+        assert prompt and prompt[-1]["role"] == "user", prompt
+        out = env.step(text)
+        assert out["done"] and out["observations"] == [], out
+        rewards.append(out["reward"])
+        outcomes.append(out["metadata"]["kbrl_outcome"])
+    assert outcomes[1] == "format_error", outcomes
+    try:
+        skyrl_env.KbrlSkyrlEnv(config, {"extra_info": {}})
+        raise AssertionError("a row without a task id was accepted")
+    except ValueError as e:
+        assert "task_id" in str(e), e
+    return rewards_ok(rewards, UNCOMPILED) + f"; {len(rows)} train rows; outcomes {outcomes}"
+
+
 def async_jobs():
     """The same items as an async job give the same records; a job the client gives up on is deleted."""
     items = [{"task_id": TASK, "text": t} for t in TEXTS]
@@ -185,5 +215,6 @@ check("tinker_env.KbrlDatasetBuilder", dataset_builder)
 check("verifiers_rubric", verifiers_rewards)
 check("trl_reward.kbrl_reward", trl_rewards)
 check("verl_compute_score", verl_rewards)
+check("skyrl_env.KbrlSkyrlEnv", skyrl_rewards)
 print("FAILED: " + ", ".join(failures) if failures else "all examples passed")
 sys.exit(1 if failures else 0)
