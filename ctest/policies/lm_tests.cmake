@@ -38,7 +38,7 @@ set_tests_properties(test_lm_llm PROPERTIES FIXTURES_REQUIRED "llama_server;llam
 # The language-model RL loop end to end on a GPU in one process: SFT warm start of a random model
 # (float32, CUDA) on the known-good ReLU body, then GRPO steps sampled, compiled and evaluated by
 # the real evaluator (skipped without a GPU). Figures to $KBRL_RESULTS_OUT/lm_gpu_e2e.csv when set.
-kbrl_add_test(NAME test_lm_gpu LABELS gpu TIMEOUT 900 SOURCES test_lm_gpu.cpp
+kbrl_add_test(NAME test_lm_gpu LABELS gpu TIMEOUT 900 SOURCES test_lm_gpu.cpp test_lm_update_gpu.cpp
   LIBS kbrl::lm kbrl::algorithms kbrl::harness kbrl::kernels kbrl::reference)
 target_compile_definitions(test_lm_gpu PRIVATE KBRL_CLI="$<TARGET_FILE:kbrl>")
 add_dependencies(test_lm_gpu kbrl)
