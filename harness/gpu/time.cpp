@@ -22,9 +22,10 @@ int64_t compared_places(int64_t n) {
 }
 
 /// Whether the sample also verifies that the candidate left its inputs as they were (the parameters
-/// are verified after every run): a quarter of the samples, drawn from the secret. A candidate that rewrites its inputs so that the reference after it agrees
-/// with a cheap answer is caught with probability 1 - (7/8)^(runs it cheats in), and must cheat in
-/// more than half of them to move the median.
+/// are verified after every run): a quarter of the samples, drawn from the secret. A candidate that
+/// rewrites its inputs so that the reference after it agrees with a cheap answer is caught with
+/// probability 1 - (7/8)^(runs it cheats in), and must cheat in more than half of them to move the
+/// median.
 bool verifies_inputs(uint64_t secret, int task_id, int64_t sample) {
   return trial_seed(secret, task_id, 7'000'000 + static_cast<int>(sample)) % 4 == 0;
 }

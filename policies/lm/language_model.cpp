@@ -25,7 +25,6 @@ torch::ScalarType parse_dtype(const std::string& dtype) {
   throw InputError(fmt::format("unknown dtype '{}': expected float32 or bfloat16", dtype));
 }
 
-
 // log p(target) and the entropy of softmax(z) per row, z = hidden W^T / temperature in float32.
 struct RowScores {
   torch::Tensor logprob, entropy;

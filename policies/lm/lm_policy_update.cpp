@@ -65,8 +65,7 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
   const torch::Device dev = net.device();
   impl_->optimizer->zero_grad();
   double loss_sum = 0, entropy_sum = 0, kl_sum = 0, clipped = 0;
-  for_each_micro_batch(*this, batch, [&](const std::vector<int>& prompt,
-                                                            const std::vector<size_t>& part) {
+  for_each_micro_batch(*this, batch, [&](const std::vector<int>& prompt, const std::vector<size_t>& part) {
     std::vector<std::vector<int>> tokens;
     std::vector<std::vector<double>> adv, old, weights;
     int64_t C = 0;
@@ -137,8 +136,7 @@ UpdateStats LmPolicy::measure(const std::vector<TrainItem>& batch, double temper
   UpdateStats stats;
   LlamaNet& net = impl_->model.net();
   double entropy_sum = 0, kl_sum = 0;
-  for_each_micro_batch(*this, batch, [&](const std::vector<int>& prompt,
-                                                            const std::vector<size_t>& part) {
+  for_each_micro_batch(*this, batch, [&](const std::vector<int>& prompt, const std::vector<size_t>& part) {
     std::vector<std::vector<int>> tokens;
     for (size_t k : part) tokens.push_back(batch[k].tokens);
     const SequenceScores s = score_sequences(net, prompt, tokens, temperature, true);
