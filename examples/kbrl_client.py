@@ -137,6 +137,15 @@ def reward_of(record: dict, default: float = 0.0) -> float:
     return value if math.isfinite(value) else default
 
 
+def outcome_metrics(record: dict, prefix: str = "kbrl_") -> dict:
+    """A record's outcome as the metrics the examples log: {prefix + "ok", prefix + "compiled",
+    prefix + "format_error"}, each 1.0 or 0.0 (an item the server could not read: all 0.0)."""
+    outcome = record.get("outcome")
+    return {prefix + "ok": float(outcome == "ok"),
+            prefix + "compiled": float(bool(record.get("compile", {}).get("ok"))),
+            prefix + "format_error": float(outcome == "format_error")}
+
+
 def prompt(task_id: int, url: str | None = None, style: str = "body", token: str | None = None,
            timeout: float = 60.0) -> dict:
     """GET /v1/tasks/{id}/prompt: {"task_id", "version", "system", "user"}."""

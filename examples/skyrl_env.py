@@ -75,10 +75,7 @@ class KbrlSkyrlEnv(BaseTextEnv):
                                      metadata=metadata)
 
     def get_metrics(self):
-        outcome = self.record.get("outcome")
-        return {"kbrl_ok": float(outcome == "ok"),
-                "kbrl_compiled": float(outcome not in (None, "format_error", "unsupported_format", "compile_error")),
-                "kbrl_format_error": float(outcome == "format_error")}
+        return kbrl_client.outcome_metrics(self.record)
 
 
 def register(env_id: str = ENV_CLASS) -> None:

@@ -91,14 +91,12 @@ class KbrlEnv(Env):
     async def step(self, action, *, extra=None):
         text = _text(self.renderer, list(action))
         record = await _batcher(self.url, self.token).score({"task_id": self.task_id, "text": text})
-        outcome = record.get("outcome", "")
         return StepResult(
             reward=kbrl_client.reward_of(record),
             episode_done=True,
             next_observation=tinker.ModelInput.empty(),
             next_stop_condition=self.renderer.get_stop_sequences(),
-            metrics={"kbrl/ok": float(outcome == "ok"), "kbrl/format_error": float(outcome == "format_error"),
-                     "kbrl/compiled": float(bool(record.get("compile", {}).get("ok")))},
+            metrics=kbrl_client.outcome_metrics(record, "kbrl/"),
         )
 
 

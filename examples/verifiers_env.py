@@ -149,9 +149,7 @@ class KbrlTask(vf.Task[KbrlData, vf.State, KbrlTaskConfig]):
         outcome = record.get("outcome", "")
         trace.info["kbrl"] = {"outcome": outcome, "detail": str(record.get("outcome_detail", ""))[:2000],
                               "speedup": record.get("speedup"), "key": record.get("key", ""), "batch": batch}
-        trace.record_metrics({"kbrl_ok": float(outcome == "ok"),
-                              "kbrl_compiled": float(bool(record.get("compile", {}).get("ok"))),
-                              "kbrl_format_error": float(outcome == "format_error")})
+        trace.record_metrics(kbrl_client.outcome_metrics(record))
         return kbrl_client.reward_of(record)
 
 

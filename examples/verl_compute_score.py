@@ -42,8 +42,9 @@ async def compute_score(data_source, solution_str, ground_truth, extra_info=None
     the default speedup reward); the request runs on a thread, so verl's loop goes on meanwhile."""
     item = {"task_id": _task_id(ground_truth, extra_info), "text": solution_str}
     [record] = await asyncio.to_thread(kbrl_client.evaluate, [item])
-    return {"score": kbrl_client.reward_of(record), "kbrl_ok": float(record.get("outcome") == "ok"),
-            "kbrl_compiled": float(bool(record.get("compile", {}).get("ok"))),
+    metrics = kbrl_client.outcome_metrics(record)
+    return {"score": kbrl_client.reward_of(record), "kbrl_ok": metrics["kbrl_ok"],
+            "kbrl_compiled": metrics["kbrl_compiled"],
             "kbrl_speedup": kbrl_client.reward_of({"reward": record.get("speedup", 0.0)})}
 
 
