@@ -1,8 +1,8 @@
 #pragma once
 // Internal to kbrl::lm (includes libtorch): a projection that can carry a LoRA adapter,
 // W x + b + (alpha / r) B A x, with A Kaiming-uniform and B zero at the start (LmPolicy's
-// reset_adapter), both kept in float32 whatever W's type. BatchDecoder samples with the adapter merged into
-// W instead (batch_decoder.cpp's merged()).
+// reset_adapter), both kept in float32 whatever W's type. BatchDecoder samples with the adapter
+// merged into W instead (batch_decoder.cpp's merged()).
 #include <torch/torch.h>
 
 namespace kbrl::lm {
