@@ -33,6 +33,9 @@
 #if __has_include(<cuda_runtime_api.h>)
 #include <cuda_runtime_api.h>
 #endif
+#if KBRL_TORCH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
 #include <kbrl/splitmix64.h>
 
 #include "llm_testing.h"
@@ -40,6 +43,18 @@
 
 namespace kbrl::lm {
 namespace {
+
+// The most GPU memory tensors held on device 0 since the last call (the caching allocator's peak of
+// allocated bytes, all pools), in GiB; 0 in a build against a CPU libtorch.
+double gpu_peak_gib() {
+#if KBRL_TORCH_CUDA
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
+  c10::cuda::CUDACachingAllocator::resetPeakStats(0);
+  return static_cast<double>(stats.allocated_bytes[0].peak) / (1u << 30);  // [0]: every pool
+#else
+  return 0;
+#endif
+}
 
 constexpr int kCompletions = 8;
 constexpr int kMaxTokens = 128;
@@ -214,33 +229,44 @@ void BM_DecodeGpu(benchmark::State& state) {
 // One update at RL's sizes on a GPU: SmolLM2-135M's shapes (random weights, bfloat16, LoRA rank 16 on
 // every projection, activation checkpointing as the GPU default), one group of K = 64 completions
 // of 1,024 tokens of the task prompt. Args: sft (0 = GRPO's clipped ratio, 1 = SFT's likelihood), fused
-// (0 = the plain tensor operations, 1 = fused attention and chunked log-probs), micro_batch.
-// `tokens/s` = trained completion tokens per second.
+// (0 = the plain tensor operations, 1 = the fused ones), micro_batch, checkpoint (activation
+// checkpointing on or off). `tokens/s` = trained completion tokens per second; `peak_GiB` the most GPU
+// memory the caching allocator held for tensors.
 void BM_UpdateGpu(benchmark::State& state) {
   if (!torch::cuda::is_available()) {
     state.SkipWithError("no GPU visible");
     return;
   }
-  const bool sft = state.range(0) == 1, fused = state.range(1) == 1;
+  const bool sft = state.range(0) == 1, fused = state.range(1) == 1, checkpoint = state.range(3) == 1;
   auto p = std::make_unique<LmPolicy>(
       parse_lm_spec(std::string("lm:random:smollm2-135m:1,shots=0,system=none,device=cuda,dtype=bfloat16,fused=") +
-                    (fused ? "on" : "off") + ",micro_batch=" + std::to_string(state.range(2))));
+                    (fused ? "on" : "off") + ",micro_batch=" + std::to_string(state.range(2)) +
+                    ",checkpoint=" + (checkpoint ? "on" : "off")));
   p->add_adapter({16, 32.0}, 1);
   p->set_optimizer({.learning_rate = 1e-5});
   const std::vector<TrainItem> items = group_of_random_completions(13);
   UpdateConfig config;
   if (sft) config.objective = Objective::likelihood;
-  p->update(items, config);  // warm-up
+  gpu_peak_gib();  // from here on (the model's weights in memory already: CUDA is set up)
   int64_t tokens = 0;
-  for (auto _ : state) tokens += p->update(items, config).tokens;
+  try {
+    p->update(items, config);  // warm-up
+    for (auto _ : state) tokens += p->update(items, config).tokens;
+  } catch (const std::exception& e) {  // out of memory, say: this case's error, the next cases still run
+    const std::string what = e.what();
+    state.SkipWithError(what.substr(0, what.find('\n')).c_str());
+    return;
+  }
   torch::cuda::synchronize();
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
   state.counters["prompt_tokens"] = static_cast<double>(p->prompt_tokens(relu(), p->options().prompt).size());
-  // KBRL_PROFILE_DIR: one more update of each fused GRPO case profiled (libtorch's Kineto profiler,
-  // CPU and CUDA activity), its trace written there as update_sft0_fused1_mb<M>.json (chrome://tracing).
+  state.counters["peak_GiB"] = gpu_peak_gib();
+  // KBRL_PROFILE_DIR: one more update of the fused GRPO cases of 32 completions profiled (libtorch's
+  // Kineto profiler, CPU and CUDA activity), its trace written there as
+  // update_sft0_fused1_mb32_ckpt<0|1>.json (chrome://tracing).
   const char* dir = std::getenv("KBRL_PROFILE_DIR");
 #if TORCH_VERSION_MAJOR >= 2
-  if (dir && *dir && fused && !sft) {
+  if (dir && *dir && fused && !sft && state.range(2) == 32) {
     namespace prof = torch::profiler::impl;
     const std::set<prof::ActivityType> activities{prof::ActivityType::CPU, prof::ActivityType::CUDA};
     const prof::ProfilerConfig profile(prof::ProfilerState::KINETO);
@@ -250,7 +276,8 @@ void BM_UpdateGpu(benchmark::State& state) {
     torch::cuda::synchronize();
     torch::autograd::profiler::disableProfiler()->save(std::string(dir) + "/update_sft" + std::to_string(sft) +
                                                        "_fused" + std::to_string(fused) + "_mb" +
-                                                       std::to_string(state.range(2)) + ".json");
+                                                       std::to_string(state.range(2)) + "_ckpt" +
+                                                       std::to_string(checkpoint) + ".json");
   }
 #else
   (void)dir;
@@ -331,13 +358,16 @@ BENCHMARK(BM_DecodeGpu)
     ->Iterations(2)
     ->UseRealTime();
 BENCHMARK(BM_UpdateGpu)
-    ->ArgNames({"sft", "fused", "micro_batch"})
-    ->Args({0, 0, 8})
-    ->Args({0, 1, 8})
-    ->Args({0, 1, 32})
-    ->Args({0, 1, 64})
-    ->Args({1, 0, 8})
-    ->Args({1, 1, 32})
+    ->ArgNames({"sft", "fused", "micro_batch", "checkpoint"})
+    ->Args({0, 0, 8, 1})
+    ->Args({0, 1, 8, 1})
+    ->Args({0, 1, 32, 1})
+    ->Args({0, 1, 64, 1})
+    ->Args({0, 1, 32, 0})
+    ->Args({0, 1, 64, 0})
+    ->Args({1, 0, 8, 1})
+    ->Args({1, 1, 32, 1})
+    ->Args({1, 1, 32, 0})
     ->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
 BENCHMARK(BM_TrainStepGpu1p5B)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 

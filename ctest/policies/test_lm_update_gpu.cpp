@@ -1,13 +1,18 @@
 // The language model's update on a GPU (part of test_lm_gpu; skipped where there is none): the fused
-// operations against the plain ones in bfloat16.
+// operations against the plain ones in bfloat16, and the layer's kernels against torch operations.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include <kbrl/splitmix64.h>
+#include <policies/lm/fused_ops.h>
+#include <policies/lm/llama_net.h>
 #include <policies/lm/lm_policy.h>
 #include <reference/task_registry.h>
 
@@ -22,9 +27,15 @@ constexpr int kTask = 19;  // ReLU
 // bfloat16 rounding (the plain path rounds attention scores to bfloat16, the fused kernels keep
 // them in float32). Tolerances: loss and entropy 1% (relative), gradient norm 2%, log-probs 0.05
 // nats a token on average.
-TEST(LmGpu, FusedUpdateAgreesWithPlainInBfloat16) {
+// Two shapes: 4 heads of their own keys (4x256) and 6 query heads over 2 key/value heads (4x384).
+class FusedUpdate : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(FusedUpdate, AgreesWithPlainInBfloat16) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU: libtorch sees no CUDA device";
-  LmOptions o = parse_lm_spec("lm:random:4x256:1,device=cuda,dtype=bfloat16,shots=0,system=none,micro_batch=4");
+  std::printf("[ figures ] %s; flash attention takes grouped heads: %s\n", GetParam(),
+              flash_takes_grouped_heads() ? "yes" : "no");
+  LmOptions o = parse_lm_spec(std::string("lm:random:") + GetParam() +
+                              ":1,device=cuda,dtype=bfloat16,shots=0,system=none,micro_batch=4");
   LmOptions f = o;
   o.model_options.fused = false;
   LmPolicy plain(o), fused(f);
@@ -62,6 +73,57 @@ TEST(LmGpu, FusedUpdateAgreesWithPlainInBfloat16) {
     for (size_t j = 0; j < la[i].size(); ++j, ++n) diff += std::abs(la[i][j] - lb[i][j]);
   std::printf("[ figures ] mean |log-prob difference| after two steps: %.4g nats over %zu tokens\n", diff / n, n);
   EXPECT_LT(diff / n, 0.05);
+}
+
+INSTANTIATE_TEST_SUITE_P(LmGpu, FusedUpdate, ::testing::Values("4x256", "4x384"));
+
+// The layer's kernels (fused_ops.h) against the torch operations they replace, forward and backward,
+// in float32 and bfloat16: the rotary embedding of [3, 37, 5, 64] (T = 37 positions), RMSNorm of
+// SmolLM2's width (576) and SwiGLU's product of its intermediate width (1,536).
+TEST(LmGpu, LayerKernelsAgreeWithTorchOperations) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU: libtorch sees no CUDA device";
+  torch::manual_seed(7);
+  const auto f32 = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kFloat32);
+  const int64_t T = 37, D = 64;
+  const torch::Tensor inv = torch::pow(10000.0, -torch::arange(0, D / 2, f32) * 2.0 / D);
+  const torch::Tensor angles = torch::outer(torch::arange(100, 100 + T, f32), inv);
+  const torch::Tensor cos = torch::cat({angles.cos(), angles.cos()}, -1), sin = torch::cat({angles.sin(), angles.sin()}, -1);
+  const torch::Tensor w = torch::rand({576}, f32) + 0.5;
+  using Op = std::function<torch::Tensor(const std::vector<torch::Tensor>&)>;
+  for (const auto type : {torch::kFloat32, torch::kBFloat16}) {
+    const char* type_name = type == torch::kFloat32 ? "float32" : "bfloat16";
+    const double tol = type == torch::kFloat32 ? 1e-5 : 2e-2;
+    auto relative = [](const torch::Tensor& a, const torch::Tensor& b) {  // largest difference over largest value
+      return (a.to(torch::kFloat32) - b.to(torch::kFloat32)).abs().max().item<double>() /
+             (b.to(torch::kFloat32).abs().max().item<double>() + 1e-12);
+    };
+    // The kernel's op and the torch operations' on the same random inputs of `shape` (every input and
+    // the output that shape), forward and the gradient of every input for the same random grad.
+    auto check = [&](const char* what, std::vector<int64_t> shape, size_t inputs, const Op& fused, const Op& plain) {
+      std::vector<torch::Tensor> x, xr;
+      for (size_t i = 0; i < inputs; ++i) {
+        x.push_back(torch::randn(shape, f32).to(type).requires_grad_());
+        xr.push_back(x.back().detach().clone().requires_grad_());
+      }
+      const torch::Tensor g = torch::randn(shape, f32).to(type);
+      const torch::Tensor y = fused(x), yr = plain(xr);
+      y.backward(g);
+      yr.backward(g);
+      double backward = 0;
+      for (size_t i = 0; i < inputs; ++i) backward = std::max(backward, relative(x[i].grad(), xr[i].grad()));
+      const double forward = relative(y, yr);
+      std::printf("[ figures ] %s %s: forward %.3g, backward %.3g (largest difference over largest value)\n", what,
+                  type_name, forward, backward);
+      EXPECT_LT(forward, tol) << what << " " << type_name;
+      EXPECT_LT(backward, tol) << what << " " << type_name;
+    };
+    check("rotary", {3, T, 5, D}, 1, [&](const auto& v) { return fused_rope(v[0], cos, sin); },
+          [&](const auto& v) { return apply_rope(v[0], cos.unsqueeze(1), sin.unsqueeze(1)); });
+    check("rms_norm", {2, 45, 576}, 1, [&](const auto& v) { return fused_rms_norm(v[0], w, 1e-5); },
+          [&](const auto& v) { return rms_norm(v[0], w, 1e-5); });
+    check("swiglu", {2, 45, 1536}, 2, [&](const auto& v) { return fused_swiglu(v[0], v[1]); },
+          [&](const auto& v) { return torch::silu(v[0]) * v[1]; });
+  }
 }
 
 }  // namespace

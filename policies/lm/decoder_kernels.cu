@@ -1,6 +1,7 @@
 // The fused CUDA kernels of BatchDecoder's step (decoder_kernels.h). Element type T: float or
 // __nv_bfloat16; arithmetic in float32, rounded to T where the torch-ops step rounds.
 #include "decoder_kernels.h"
+#include "kernel_math.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -13,17 +14,7 @@
 namespace kbrl::lm::kernels {
 namespace {
 
-__device__ __forceinline__ float to_f(float x) { return x; }
-__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <class T>
-__device__ __forceinline__ T from_f(float x);
-template <>
-__device__ __forceinline__ float from_f<float>(float x) { return x; }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
-// x rounded to T and back (what storing a float result in a T tensor does).
-template <class T>
-__device__ __forceinline__ float round_to(float x) { return to_f(from_f<T>(x)); }
+using namespace math;
 
 // Eight consecutive elements (16-byte aligned for bf16, 32 for float) as floats.
 __device__ __forceinline__ void load8(const float* p, float (&v)[8]) {
@@ -41,16 +32,7 @@ __device__ __forceinline__ void load8(const __nv_bfloat16* p, float (&v)[8]) {
   }
 }
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
-  return v;
-}
 
-void check_launch(const char* what) {
-  const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) throw std::runtime_error(std::string("kbrl decoder kernel ") + what + ": " + cudaGetErrorString(e));
-}
 
 // ---- add + RMSNorm: one block per row ----
 

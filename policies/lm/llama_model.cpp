@@ -1,14 +1,13 @@
 // LlamaNet (llama_net.h): the blocks, the decoder's forward pass (with activation checkpointing),
 // the weights by Hugging Face name.
-#include <atomic>
 #include <cmath>
-#include <cstdio>
 
 #include <torch/version.h>
 
 #include <kbrl/error.h>
 #include <kbrl/splitmix64.h>
 
+#include "fused_ops.h"
 #include "language_model.h"
 #include "layer_checkpoint.h"
 #include "llama_net.h"
@@ -65,6 +64,14 @@ torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& w, double ep
 torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
   const torch::Tensor xf = x.to(torch::kFloat32);
   return (xf * cos + rotate_half(xf) * sin).to(x.scalar_type());
+}
+
+torch::Tensor RmsNorm::operator()(const torch::Tensor& x) const {
+  return fused ? fused_rms_norm(x, weight, eps) : rms_norm(x, weight, eps);
+}
+
+torch::Tensor FeedForward::operator()(const torch::Tensor& x) const {
+  return down(fused ? fused_swiglu(gate(x), up(x)) : torch::silu(gate(x)) * up(x));
 }
 
 LlamaNet::LlamaNet(const ModelFile& file, torch::Device device, torch::ScalarType dtype)
@@ -137,16 +144,15 @@ TransformerBlock LlamaNet::empty_block() const {
   b.attention.heads = config_.heads;
   b.attention.kv_heads = config_.kv_heads;
   b.attention.head_dim = config_.head_dim;
-  b.attention.fused = fused_;
+  b.attention.fused = b.attn_norm.fused = b.ffn_norm.fused = b.ffn.fused = fused_;
   return b;
 }
 
 namespace {
 
 // q [B, H, T, D] against keys and values [B, KV, S, D] (KV divides H), causal with the last T keys
-// at the queries' positions: [B, H, T, D]. plain_attention computes the scores as tensors (float32
-// softmax); fused_attention through scaled_dot_product_attention (libtorch 2 and later: flash or
-// memory-efficient kernels on a GPU), the same function up to rounding.
+// at the queries' positions: [B, H, T, D], the scores as tensors (float32 softmax): what
+// fused_attention (fused_ops.h) computes up to rounding.
 torch::Tensor plain_attention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values) {
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3), KV = keys.size(1), S = keys.size(2);
   // Grouped-query attention without copying keys: the G query heads of a key/value head are stacked
@@ -165,48 +171,19 @@ torch::Tensor plain_attention(const torch::Tensor& q, const torch::Tensor& keys,
   return torch::matmul(p, values).reshape({B, H, T, D});
 }
 
-torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& keys, const torch::Tensor& values) {
-#if TORCH_VERSION_MAJOR >= 2
-  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), D = q.size(3), KV = keys.size(1), S = keys.size(2);
-  // The fused kernels take as many key heads as query heads: each key/value head copied to its G
-  // query heads (one layer's keys at a time).
-  auto per_head = [&](const torch::Tensor& t) {
-    return KV == H ? t : t.unsqueeze(2).expand({B, KV, H / KV, S, D}).reshape({B, H, S, D});
-  };
-  if (T == S || T == 1)  // causal from the first key (no shared prompt), or one query that sees every key
-    return at::scaled_dot_product_attention(q, per_head(keys), per_head(values), {}, 0.0, T > 1);
-  // A shared prompt of S - T keys before the T own ones: query t sees keys 0 .. S - T + t, the causal
-  // mask aligned to the lower right. Flash attention's own causal mask is aligned so (what
-  // torch.nn.attention.bias.causal_lower_right dispatches to); elsewhere the mask as a tensor.
-  static std::atomic<bool> flash_failed{false};
-  const bool half = q.scalar_type() == torch::kBFloat16 || q.scalar_type() == torch::kHalf;
-  if (q.is_cuda() && half && D % 8 == 0 && D <= 256 && !flash_failed.load()) {
-    try {
-      return std::get<0>(at::_scaled_dot_product_flash_attention(q, per_head(keys), per_head(values), 0.0, true, false));
-    } catch (const c10::Error& e) {
-      flash_failed = true;
-      std::fprintf(stderr, "kbrl: flash attention unavailable (%s); attention with a mask instead\n",
-                   e.what_without_backtrace());
-    }
-  }
-  const torch::Tensor mask =
-      torch::ones({T, S}, torch::TensorOptions().device(q.device()).dtype(torch::kBool)).tril(S - T);
-  return at::scaled_dot_product_attention(q, per_head(keys), per_head(values), mask);
-#else
-  return plain_attention(q, keys, values);
-#endif
-}
-
 }  // namespace
 
 torch::Tensor Attention::operator()(const torch::Tensor& x, const RopeRows& rope, const LayerPrefix& prefix,
                                     LayerKeep* keep) const {
   const int64_t B = x.size(0), T = x.size(1), H = heads, KV = kv_heads, D = head_dim;
-  torch::Tensor q = this->q(x).view({B, T, H, D}).transpose(1, 2);
-  torch::Tensor k = this->k(x).view({B, T, KV, D}).transpose(1, 2);
-  torch::Tensor v = this->v(x).view({B, T, KV, D}).transpose(1, 2);
-  q = apply_rope(q, rope.cos, rope.sin);
-  k = apply_rope(k, rope.cos, rope.sin);
+  torch::Tensor q, k, v = this->v(x).view({B, T, KV, D}).transpose(1, 2);
+  if (fused) {  // rotated in the projections' [B, T, heads, D] layout, attended as [B, heads, T, D] views
+    q = fused_rope(this->q(x).view({B, T, H, D}), rope.cos, rope.sin).transpose(1, 2);
+    k = fused_rope(this->k(x).view({B, T, KV, D}), rope.cos, rope.sin).transpose(1, 2);
+  } else {
+    q = apply_rope(this->q(x).view({B, T, H, D}).transpose(1, 2), rope.cos, rope.sin);
+    k = apply_rope(this->k(x).view({B, T, KV, D}).transpose(1, 2), rope.cos, rope.sin);
+  }
   if (keep) {
     keep->k = k;
     keep->v = v;
@@ -217,7 +194,12 @@ torch::Tensor Attention::operator()(const torch::Tensor& x, const RopeRows& rope
     keys = torch::cat({prefix.k.expand({B, KV, P, D}), k}, 2);
     values = torch::cat({prefix.v.expand({B, KV, P, D}), v}, 2);
   }
-  const torch::Tensor out = (fused ? fused_attention : plain_attention)(q, keys, values).transpose(1, 2).reshape({B, T, H * D});
+#if TORCH_VERSION_MAJOR >= 2
+  const auto attend = fused ? fused_attention : plain_attention;
+#else
+  const auto attend = plain_attention;  // no scaled_dot_product_attention before libtorch 2
+#endif
+  const torch::Tensor out = attend(q, keys, values).transpose(1, 2).reshape({B, T, H * D});
   return o(out);
 }
 
@@ -283,8 +265,9 @@ std::vector<std::pair<std::string, torch::Tensor*>> LlamaNet::named_weights() {
 
 void LlamaNet::set_fused(bool on) {
   fused_ = on;
+  norm_.fused = on;
   for (TransformerBlock& layer : layers_) {
-    layer.attention.fused = on;
+    layer.attention.fused = layer.attn_norm.fused = layer.ffn_norm.fused = layer.ffn.fused = on;
     for (auto [name, proj] : layer.projections()) proj->fused = on;
   }
 }

@@ -27,7 +27,8 @@ torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const
 struct RmsNorm {
   torch::Tensor weight;  // [hidden] float32
   double eps = 1e-5;
-  torch::Tensor operator()(const torch::Tensor& x) const { return rms_norm(x, weight, eps); }
+  bool fused = true;  // fused_rms_norm (fused_ops.h); false: rms_norm's torch operations
+  torch::Tensor operator()(const torch::Tensor& x) const;
 };
 
 /// A shared prompt's keys and values for one layer (undefined: none), and what a layer keeps of
@@ -48,7 +49,7 @@ struct RopeRows {
 struct Attention {
   LoraLinear q, k, v, o;
   int64_t heads = 0, kv_heads = 0, head_dim = 0;
-  bool fused = true;  // scaled_dot_product_attention (libtorch >= 2); false: scores as tensors
+  bool fused = true;  // fused_ops.h's attention (libtorch >= 2) and rotary embedding; false: torch operations
   torch::Tensor operator()(const torch::Tensor& x, const RopeRows& rope, const LayerPrefix& prefix,
                            LayerKeep* keep) const;
 };
@@ -56,7 +57,8 @@ struct Attention {
 /// SwiGLU: down(silu(gate x) * up x).
 struct FeedForward {
   LoraLinear gate, up, down;
-  torch::Tensor operator()(const torch::Tensor& x) const { return down(torch::silu(gate(x)) * up(x)); }
+  bool fused = true;  // fused_swiglu (fused_ops.h); false: torch operations
+  torch::Tensor operator()(const torch::Tensor& x) const;
 };
 
 struct TransformerBlock {
@@ -99,9 +101,9 @@ class LlamaNet {
   /// all of them, for about a third more compute).
   void set_checkpointing(bool on) { checkpointing_ = on; }
   bool checkpointing() const { return checkpointing_; }
-  /// Fused operations (the default): attention through scaled_dot_product_attention (libtorch 2 and
-  /// later), the output's log-probs in chunks of rows (sequence_scores.h), LoRA's products in the
-  /// activations' type (lora_linear.h); off, the plain tensor operations they replace, which tests
+  /// Fused operations (the default): attention, RMSNorm and the rotary embedding of fused_ops.h, the
+  /// output's log-probs in chunks of rows (sequence_scores.h), LoRA's products in the activations'
+  /// type added in place (lora_linear.h); off, the plain tensor operations they replace, which tests
   /// compare them with.
   void set_fused(bool on);
   bool fused() const { return fused_; }

@@ -5,6 +5,8 @@
 // merged into W instead (batch_decoder.cpp's merged()).
 #include <torch/torch.h>
 
+#include <vector>
+
 namespace kbrl::lm {
 
 struct LoraLinear {
@@ -16,20 +18,27 @@ struct LoraLinear {
   bool adapter_on = true;  // false: the reference (base) model, e.g. for the KL term
   // true (LlamaNet::set_fused): with half-precision activations the adapter's products run in their
   // type (A and B cast from float32 each pass; their gradients arrive in float32), as mixed precision
-  // trains; false: x is cast to float32 and the products run there (a float32 copy of every input).
+  // trains, the second added into the output in place; false: x is cast to float32 and the products
+  // run there (a float32 copy of every input).
   bool fused = true;
 
   torch::Tensor operator()(const torch::Tensor& x) const {
+    const bool adapted = a.defined() && adapter_on;
+    if (adapted && fused && x.scalar_type() != torch::kFloat32) {
+      // As rows: W x (+ b), then B (scale A x) added in place by the product (cuBLAS's beta = 1): no
+      // pass of its own over the output. The scale on B, not on the output.
+      std::vector<int64_t> shape = x.sizes().vec();
+      shape.back() = weight.size(0);
+      const torch::Tensor rows = x.reshape({-1, x.size(-1)});
+      torch::Tensor y = bias.defined() ? torch::addmm(bias, rows, weight.t()) : torch::mm(rows, weight.t());
+      y.addmm_(torch::mm(rows, a.to(x.scalar_type()).t()), (b * scale).to(x.scalar_type()).t());
+      return y.view(shape);
+    }
     torch::Tensor y = torch::matmul(x, weight.t());
     if (bias.defined()) y = y + bias;
-    if (a.defined() && adapter_on) {
-      if (fused && x.scalar_type() != torch::kFloat32) {
-        const torch::Tensor ax = torch::matmul(x, a.to(x.scalar_type()).t());
-        y = y + torch::matmul(ax, (b * scale).to(x.scalar_type()).t());  // the scale on B, not on y
-      } else {
-        const torch::Tensor xf = x.to(torch::kFloat32);
-        y = y + (torch::matmul(torch::matmul(xf, a.t()), b.t()) * scale).to(y.scalar_type());
-      }
+    if (adapted) {
+      const torch::Tensor xf = x.to(torch::kFloat32);
+      y = y + (torch::matmul(torch::matmul(xf, a.t()), b.t()) * scale).to(y.scalar_type());
     }
     return y;
   }

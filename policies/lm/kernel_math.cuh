@@ -1,0 +1,48 @@
+#pragma once
+// Internal to kbrl::lm's CUDA kernels (decoder_kernels.cu, layer_kernels.cu): element types as
+// float32 and back, the sums of a warp and of a block, a launch's error as an exception.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace kbrl::lm::kernels::math {
+
+__device__ __forceinline__ float to_f(float x) { return x; }
+__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <class T>
+__device__ __forceinline__ T from_f(float x);
+template <>
+__device__ __forceinline__ float from_f<float>(float x) { return x; }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+// x rounded to T and back (what storing a float result in a T tensor does).
+template <class T>
+__device__ __forceinline__ float round_to(float x) { return to_f(from_f<T>(x)); }
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+// The sum of every thread's `v` in the block (blockDim.x a multiple of 32), returned to every thread.
+// `scratch`: 32 floats of shared memory, free again when it returns.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  v = warp_sum(v);
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  float t = lane < warps ? scratch[lane] : 0.0f;
+  t = warp_sum(t);
+  __syncthreads();  // every warp has read scratch before a later call writes it
+  return t;
+}
+
+inline void check_launch(const char* what) {
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) throw std::runtime_error(std::string("kbrl kernel ") + what + ": " + cudaGetErrorString(e));
+}
+
+}  // namespace kbrl::lm::kernels::math
