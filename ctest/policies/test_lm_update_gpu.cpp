@@ -79,7 +79,8 @@ INSTANTIATE_TEST_SUITE_P(LmGpu, FusedUpdate, ::testing::Values("4x256", "4x384")
 
 // The layer's kernels (fused_ops.h) against the torch operations they replace, forward and backward,
 // in float32 and bfloat16: the rotary embedding of [3, 37, 5, 64] (T = 37 positions), RMSNorm of
-// SmolLM2's width (576) and SwiGLU's product of its intermediate width (1,536).
+// SmolLM2's width (576), SwiGLU's product of its intermediate width (1,536), and the output's
+// log-probs and entropies with their gradient.
 TEST(LmGpu, LayerKernelsAgreeWithTorchOperations) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU: libtorch sees no CUDA device";
   torch::manual_seed(7);
@@ -123,6 +124,23 @@ TEST(LmGpu, LayerKernelsAgreeWithTorchOperations) {
           [&](const auto& v) { return rms_norm(v[0], w, 1e-5); });
     check("swiglu", {2, 45, 1536}, 2, [&](const auto& v) { return fused_swiglu(v[0], v[1]); },
           [&](const auto& v) { return torch::silu(v[0]) * v[1]; });
+    {  // the output's scores: 9 rows of 5,000 logits at temperature 0.7, the gradient of both scores
+      const double temperature = 0.7;
+      torch::Tensor logits = (torch::randn({9, 5000}, f32) * 3).to(type);
+      const torch::Tensor targets = torch::randint(0, 5000, {9}, f32.dtype(torch::kInt64));
+      const torch::Tensor g_lp = torch::randn({9}, f32), g_ent = torch::randn({9}, f32);
+      const torch::Tensor leaf = logits.detach().clone().requires_grad_();
+      const torch::Tensor logp = torch::log_softmax(leaf.to(torch::kFloat32) / temperature, -1);
+      const torch::Tensor lp = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1), ent = -(logp.exp() * logp).sum(-1);
+      (lp * g_lp + ent * g_ent).sum().backward();
+      const KernelTokenScores k = kernel_token_scores(logits, targets, temperature, true);
+      const double forward = std::max(relative(k.logprob, lp), relative(k.entropy, ent));
+      kernel_token_scores_backward(logits, targets, k.stats, g_lp, g_ent, temperature);
+      const double backward = relative(logits, leaf.grad());
+      std::printf("[ figures ] token_scores %s: forward %.3g, backward %.3g\n", type_name, forward, backward);
+      EXPECT_LT(forward, 1e-5) << type_name;  // float32 arithmetic on the same logits either way
+      EXPECT_LT(backward, tol) << type_name;
+    }
   }
 }
 

@@ -142,6 +142,54 @@ torch::Tensor fused_swiglu(const torch::Tensor& gate, const torch::Tensor& up) {
   return torch::silu(gate) * up;
 }
 
+bool token_score_kernels(const torch::Tensor& logits) {
+#if KBRL_TORCH_CUDA
+  return kernel_type(logits) && logits.dim() == 2 && logits.is_contiguous();
+#else
+  (void)logits;
+  return false;
+#endif
+}
+
+KernelTokenScores kernel_token_scores(const torch::Tensor& logits, const torch::Tensor& targets, double temperature,
+                                      bool with_entropy) {
+  KernelTokenScores r;
+#if KBRL_TORCH_CUDA
+  const auto f32 = logits.options().dtype(torch::kFloat32);
+  const int64_t rows = logits.size(0);
+  r.logprob = torch::empty({rows}, f32);
+  if (with_entropy) r.entropy = torch::empty({rows}, f32);
+  r.stats = torch::empty({rows, 2}, f32);
+  const torch::Tensor t = targets.to(torch::kInt64).contiguous();
+  kernels::token_scores(logits.data_ptr(), t.data_ptr<int64_t>(), r.logprob.data_ptr<float>(),
+                        with_entropy ? r.entropy.data_ptr<float>() : nullptr, r.stats.data_ptr<float>(), rows,
+                        logits.size(1), static_cast<float>(temperature), logits.scalar_type() == torch::kBFloat16,
+                        current_stream());
+#else
+  (void)logits, (void)targets, (void)temperature, (void)with_entropy;
+#endif
+  return r;
+}
+
+void kernel_token_scores_backward(torch::Tensor& logits, const torch::Tensor& targets, const torch::Tensor& stats,
+                                  const torch::Tensor& grad_logprob, const torch::Tensor& grad_entropy,
+                                  double temperature) {
+#if KBRL_TORCH_CUDA
+  const torch::Tensor t = targets.to(torch::kInt64).contiguous();
+  const torch::Tensor gl = grad_logprob.defined() ? grad_logprob.to(torch::kFloat32).contiguous() : torch::Tensor();
+  const torch::Tensor ge = grad_entropy.defined() && grad_entropy.numel() == logits.size(0)
+                               ? grad_entropy.to(torch::kFloat32).contiguous()
+                               : torch::Tensor();
+  kernels::token_scores_backward(logits.data_ptr(), t.data_ptr<int64_t>(), stats.data_ptr<float>(),
+                                 gl.defined() ? gl.data_ptr<float>() : nullptr,
+                                 ge.defined() ? ge.data_ptr<float>() : nullptr, logits.size(0), logits.size(1),
+                                 static_cast<float>(temperature), logits.scalar_type() == torch::kBFloat16,
+                                 current_stream());
+#else
+  (void)logits, (void)targets, (void)stats, (void)grad_logprob, (void)grad_entropy, (void)temperature;
+#endif
+}
+
 bool flash_takes_grouped_heads() {
 #if TORCH_VERSION_MAJOR >= 2
   if (!torch::cuda::is_available()) return false;

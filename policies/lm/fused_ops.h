@@ -6,7 +6,9 @@
 //     heads (checked once per process against copies of them per query head);
 //   - RMSNorm, the rotary embedding and SwiGLU's product as CUDA kernels (layer_kernels.h) with
 //     their own backward passes: one read and one write of the activations where the torch
-//     operations make a float32 copy and several passes over it.
+//     operations make a float32 copy and several passes over it;
+//   - the output's log-probs and entropies of a chunk of rows from its logits, and their gradient,
+//     one kernel each way (sequence_scores.h's chunks call them).
 // Elsewhere (a CPU, a build against a CPU libtorch, a type the kernels do not take, a norm weight that
 // trains) each is the torch operations.
 #include <torch/torch.h>
@@ -22,6 +24,21 @@ torch::Tensor fused_rope(const torch::Tensor& x, const torch::Tensor& cos, const
 
 /// silu(gate) * up (FeedForward's product).
 torch::Tensor fused_swiglu(const torch::Tensor& gate, const torch::Tensor& up);
+
+/// A chunk of the output's rows scored by the kernels (layer_kernels.h's token_scores): log p of each
+/// row's target and the entropy of p = softmax(logits / temperature), [rows] float32 each (entropy
+/// undefined when not asked for), and what the gradient needs (stats). `logits` [rows, vocab] on a
+/// GPU in bfloat16 or float32 (token_score_kernels); elsewhere the caller uses torch operations.
+struct KernelTokenScores {
+  torch::Tensor logprob, entropy, stats;
+};
+bool token_score_kernels(const torch::Tensor& logits);
+KernelTokenScores kernel_token_scores(const torch::Tensor& logits, const torch::Tensor& targets, double temperature,
+                                      bool with_entropy);
+/// The gradient of those scores with respect to the logits (the same ones again), written over them.
+void kernel_token_scores_backward(torch::Tensor& logits, const torch::Tensor& targets, const torch::Tensor& stats,
+                                  const torch::Tensor& grad_logprob, const torch::Tensor& grad_entropy,
+                                  double temperature);
 
 /// q [B, H, T, D] against keys and values [B, KV, S, D] (KV divides H), causal with the last T keys
 /// at the queries' positions: [B, H, T, D].

@@ -1,6 +1,6 @@
 #pragma once
 // Internal to kbrl::lm's CUDA kernels (decoder_kernels.cu, layer_kernels.cu): element types as
-// float32 and back, the sums of a warp and of a block, a launch's error as an exception.
+// float32 and back, the sums and maxima of a warp and of a block, a launch's error as an exception.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -21,23 +21,37 @@ __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return
 template <class T>
 __device__ __forceinline__ float round_to(float x) { return to_f(from_f<T>(x)); }
 
-__device__ __forceinline__ float warp_sum(float v) {
+struct Add {
+  __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
+};
+struct Max {
+  __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+template <class Op>
+__device__ __forceinline__ float warp_reduce(float v, Op op) {
 #pragma unroll
-  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+  for (int off = 16; off > 0; off /= 2) v = op(v, __shfl_xor_sync(0xffffffffu, v, off));
   return v;
 }
+__device__ __forceinline__ float warp_sum(float v) { return warp_reduce(v, Add{}); }
 
-// The sum of every thread's `v` in the block (blockDim.x a multiple of 32), returned to every thread.
-// `scratch`: 32 floats of shared memory, free again when it returns.
-__device__ __forceinline__ float block_sum(float v, float* scratch) {
+// Every thread's `v` in the block reduced by `op` (blockDim.x a multiple of 32; `identity` op's
+// neutral value), returned to every thread. `scratch`: 32 floats of shared memory, free again when
+// it returns.
+template <class Op>
+__device__ __forceinline__ float block_reduce(float v, float* scratch, float identity, Op op) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
-  v = warp_sum(v);
+  v = warp_reduce(v, op);
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
-  float t = lane < warps ? scratch[lane] : 0.0f;
-  t = warp_sum(t);
+  float t = warp_reduce(lane < warps ? scratch[lane] : identity, op);
   __syncthreads();  // every warp has read scratch before a later call writes it
   return t;
+}
+__device__ __forceinline__ float block_sum(float v, float* scratch) { return block_reduce(v, scratch, 0.0f, Add{}); }
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+  return block_reduce(v, scratch, -INFINITY, Max{});
 }
 
 inline void check_launch(const char* what) {

@@ -4,6 +4,7 @@
 #include <kbrl/error.h>
 
 #include "batch_decoder.h"
+#include "fused_ops.h"
 #include "language_model.h"
 #include "llama_net.h"
 #include "sequence_scores.h"
@@ -25,13 +26,13 @@ torch::ScalarType parse_dtype(const std::string& dtype) {
   throw InputError(fmt::format("unknown dtype '{}': expected float32 or bfloat16", dtype));
 }
 
-// log p(target) and the entropy of softmax(z) per row, z = hidden W^T / temperature in float32.
+// log p(target) and the entropy of softmax(z) per row, z = logits / temperature in float32.
 struct RowScores {
   torch::Tensor logprob, entropy;
 };
-RowScores row_scores(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& targets,
-                     double temperature, bool with_entropy) {
-  const torch::Tensor z = torch::matmul(hidden, weight.t()).to(torch::kFloat32) / temperature;
+RowScores scores_of_logits(const torch::Tensor& logits, const torch::Tensor& targets, double temperature,
+                           bool with_entropy) {
+  const torch::Tensor z = logits.to(torch::kFloat32) / temperature;
   const torch::Tensor lse = z.logsumexp(-1);
   RowScores r;
   r.logprob = z.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - lse;
@@ -39,19 +40,35 @@ RowScores row_scores(const torch::Tensor& hidden, const torch::Tensor& weight, c
   return r;
 }
 
+// The same scores of hidden states (logits = hidden W^T), by the kernels where they take the logits
+// (fused_ops.h; `stats` then gets what their gradient needs), else by torch operations.
+RowScores row_scores(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& targets,
+                     double temperature, bool with_entropy, torch::Tensor* stats = nullptr) {
+  const torch::Tensor logits = torch::matmul(hidden, weight.t());
+  if (!(torch::GradMode::is_enabled() && logits.requires_grad()) && token_score_kernels(logits)) {
+    KernelTokenScores k = kernel_token_scores(logits, targets, temperature, with_entropy);
+    if (stats) *stats = k.stats;
+    return {k.logprob, k.entropy};
+  }
+  return scores_of_logits(logits, targets, temperature, with_entropy);
+}
+
 // row_scores of a chunk of rows that keeps only its hidden states for the backward pass and
 // computes the logits again there (as activation checkpointing does for a layer): no [rows, vocab]
 // tensor outlives its chunk. The output weight is frozen (no gradient). Outputs: log-probs, then the
-// entropies (an empty stand-in without them).
+// entropies (an empty stand-in without them). With the kernels the backward pass writes the logits'
+// gradient over the recomputed logits; else it back-propagates through the torch operations again.
 class ChunkScores : public torch::autograd::Function<ChunkScores> {
  public:
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& hidden,
                                                 const torch::Tensor& weight, const torch::Tensor& targets,
                                                 double temperature, bool with_entropy) {
-    ctx->save_for_backward({hidden, weight, targets});
+    torch::Tensor stats;
+    RowScores r = row_scores(hidden, weight, targets, temperature, with_entropy, &stats);
+    ctx->save_for_backward(stats.defined() ? torch::autograd::variable_list{hidden, weight, targets, stats}
+                                           : torch::autograd::variable_list{hidden, weight, targets});
     ctx->saved_data["temperature"] = temperature;
     ctx->saved_data["entropy"] = with_entropy;
-    RowScores r = row_scores(hidden, weight, targets, temperature, with_entropy);
     if (!with_entropy) {
       r.entropy = torch::empty({0}, r.logprob.options());
       ctx->mark_non_differentiable({r.entropy});
@@ -63,11 +80,18 @@ class ChunkScores : public torch::autograd::Function<ChunkScores> {
                                                  torch::autograd::variable_list grads) {
     const torch::autograd::variable_list saved = ctx->get_saved_variables();
     const bool with_entropy = ctx->saved_data["entropy"].toBool();
-    const torch::Tensor h = saved[0].detach().requires_grad_(true);
+    const double temperature = ctx->saved_data["temperature"].toDouble();
     torch::Tensor grad;
-    {
+    if (saved.size() == 4) {  // the kernels
+      torch::NoGradGuard no_grad;
+      torch::Tensor logits = torch::matmul(saved[0], saved[1].t());
+      kernel_token_scores_backward(logits, saved[2], saved[3], grads[0],
+                                   with_entropy && grads.size() > 1 ? grads[1] : torch::Tensor(), temperature);
+      grad = torch::matmul(logits, saved[1]);
+    } else {
+      const torch::Tensor h = saved[0].detach().requires_grad_(true);
       torch::AutoGradMode enable(true);
-      const RowScores r = row_scores(h, saved[1], saved[2], ctx->saved_data["temperature"].toDouble(), with_entropy);
+      const RowScores r = row_scores(h, saved[1], saved[2], temperature, with_entropy);
       torch::autograd::variable_list outputs, output_grads;
       if (grads[0].defined()) {
         outputs.push_back(r.logprob);

@@ -74,6 +74,49 @@ __global__ void swiglu_backward_kernel(const T* gate, const T* up, const T* grad
   grad_gate[i] = from_f<T>(grad_silu * s * (1.0f + g * (1.0f - s)));
 }
 
+// ---- a row's log-prob and entropy: one block per row, two passes over the row ----
+
+template <class T>
+__global__ void token_scores_kernel(const T* logits, const int64_t* targets, float* logprob, float* entropy,
+                                    float* stats, int64_t vocab, float temperature) {
+  __shared__ float scratch[32];
+  const int64_t row = blockIdx.x;
+  const T* z = logits + row * vocab;
+  float m = -INFINITY;
+  for (int64_t c = threadIdx.x; c < vocab; c += blockDim.x) m = fmaxf(m, to_f(z[c]) / temperature);
+  m = block_max(m, scratch);
+  float sum = 0, weighted = 0;
+  for (int64_t c = threadIdx.x; c < vocab; c += blockDim.x) {
+    const float v = to_f(z[c]) / temperature, e = expf(v - m);
+    sum += e;
+    weighted += e * v;
+  }
+  sum = block_sum(sum, scratch);
+  weighted = block_sum(weighted, scratch);
+  if (threadIdx.x == 0) {
+    const float lse = m + logf(sum), mean = weighted / sum;
+    logprob[row] = to_f(z[targets[row]]) / temperature - lse;
+    if (entropy) entropy[row] = lse - mean;
+    stats[2 * row] = lse;
+    stats[2 * row + 1] = mean;
+  }
+}
+
+template <class T>
+__global__ void token_scores_backward_kernel(T* logits, const int64_t* targets, const float* stats,
+                                             const float* grad_logprob, const float* grad_entropy, int64_t vocab,
+                                             float temperature) {
+  const int64_t row = blockIdx.x, target = targets[row];
+  T* z = logits + row * vocab;
+  const float lse = stats[2 * row], mean = stats[2 * row + 1];
+  const float g_lp = grad_logprob ? grad_logprob[row] : 0.0f, g_ent = grad_entropy ? grad_entropy[row] : 0.0f;
+  for (int64_t c = threadIdx.x; c < vocab; c += blockDim.x) {
+    const float v = to_f(z[c]) / temperature, p = expf(v - lse);
+    const float g = g_lp * ((c == target ? 1.0f : 0.0f) - p) - g_ent * p * (v - mean);
+    z[c] = from_f<T>(g / temperature);
+  }
+}
+
 unsigned blocks_for(int64_t n, unsigned threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
 
 }  // namespace
@@ -105,6 +148,33 @@ void swiglu_backward(const void* gate, const void* up, const void* grad_out, voi
         static_cast<const float*>(gate), static_cast<const float*>(up), static_cast<const float*>(grad_out),
         static_cast<float*>(grad_gate), static_cast<float*>(grad_up), n);
   check_launch("swiglu_backward");
+}
+
+void token_scores(const void* logits, const int64_t* targets, float* logprob, float* entropy, float* stats,
+                  int64_t rows, int64_t vocab, float temperature, bool bf16, void* stream) {
+  if (rows == 0) return;
+  const auto s = static_cast<cudaStream_t>(stream);
+  if (bf16)
+    token_scores_kernel<__nv_bfloat16><<<static_cast<unsigned>(rows), 512, 0, s>>>(
+        static_cast<const __nv_bfloat16*>(logits), targets, logprob, entropy, stats, vocab, temperature);
+  else
+    token_scores_kernel<float><<<static_cast<unsigned>(rows), 512, 0, s>>>(
+        static_cast<const float*>(logits), targets, logprob, entropy, stats, vocab, temperature);
+  check_launch("token_scores");
+}
+
+void token_scores_backward(void* logits, const int64_t* targets, const float* stats, const float* grad_logprob,
+                           const float* grad_entropy, int64_t rows, int64_t vocab, float temperature, bool bf16,
+                           void* stream) {
+  if (rows == 0) return;
+  const auto s = static_cast<cudaStream_t>(stream);
+  if (bf16)
+    token_scores_backward_kernel<__nv_bfloat16><<<static_cast<unsigned>(rows), 512, 0, s>>>(
+        static_cast<__nv_bfloat16*>(logits), targets, stats, grad_logprob, grad_entropy, vocab, temperature);
+  else
+    token_scores_backward_kernel<float><<<static_cast<unsigned>(rows), 512, 0, s>>>(
+        static_cast<float*>(logits), targets, stats, grad_logprob, grad_entropy, vocab, temperature);
+  check_launch("token_scores_backward");
 }
 
 void rms_norm_backward(const void* x, const void* grad_y, const float* w, void* grad_x, int64_t rows, int64_t hidden,

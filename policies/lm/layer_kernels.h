@@ -29,4 +29,18 @@ void swiglu(const void* gate, const void* up, void* out, int64_t n, bool bf16, v
 void swiglu_backward(const void* gate, const void* up, const void* grad_out, void* grad_gate, void* grad_up, int64_t n,
                      bool bf16, void* stream);
 
+/// Per row of logits [rows, vocab] (z = logits / temperature, p = softmax(z)): the log-prob of the
+/// row's target, log p[target], into logprob [rows], the entropy -sum p log p into entropy [rows]
+/// (when not null), and stats [rows, 2] = (log sum exp z, sum p z) for the backward pass. Float32
+/// outputs; one block per row.
+void token_scores(const void* logits, const int64_t* targets, float* logprob, float* entropy, float* stats,
+                  int64_t rows, int64_t vocab, float temperature, bool bf16, void* stream);
+
+/// The gradient of token_scores' outputs with respect to the logits for grad_logprob [rows] and
+/// grad_entropy [rows] (may be null), written over `logits`:
+/// (grad_logprob (onehot(target) - p) - grad_entropy p (z - sum p z)) / temperature.
+void token_scores_backward(void* logits, const int64_t* targets, const float* stats, const float* grad_logprob,
+                           const float* grad_entropy, int64_t rows, int64_t vocab, float temperature, bool bf16,
+                           void* stream);
+
 }  // namespace kbrl::lm::kernels
