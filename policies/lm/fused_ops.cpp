@@ -10,6 +10,7 @@
 
 #if KBRL_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
 
 #include "decoder_kernels.h"
 #include "layer_kernels.h"
@@ -19,7 +20,16 @@ namespace kbrl::lm {
 namespace {
 
 #if KBRL_TORCH_CUDA
-void* current_stream() { return at::cuda::getCurrentCUDAStream().stream(); }
+// A tensor's GPU made the current one for a launch (a model on cuda:1 launches there), and its
+// current stream.
+class OnDevice {
+ public:
+  explicit OnDevice(const torch::Tensor& t) : guard_(t.device()) {}
+  void* stream() const { return at::cuda::getCurrentCUDAStream().stream(); }
+
+ private:
+  c10::cuda::CUDAGuard guard_;
+};
 
 bool kernel_type(const torch::Tensor& x) {
   return x.is_cuda() && (x.scalar_type() == torch::kBFloat16 || x.scalar_type() == torch::kFloat32);
@@ -32,11 +42,12 @@ class RmsNormKernel : public torch::autograd::Function<RmsNormKernel> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
                                double eps) {
     const torch::Tensor xc = x.contiguous();
+    const OnDevice on(xc);
     torch::Tensor y = torch::empty_like(xc);
     const int64_t hidden = xc.size(-1);
     kernels::add_rmsnorm(const_cast<void*>(xc.data_ptr()), nullptr, w.data_ptr<float>(), y.data_ptr(),
                          xc.numel() / hidden, hidden, static_cast<float>(eps), xc.scalar_type() == torch::kBFloat16,
-                         current_stream());
+                         on.stream());
     ctx->save_for_backward({xc, w});
     ctx->saved_data["eps"] = eps;
     return y;
@@ -45,12 +56,13 @@ class RmsNormKernel : public torch::autograd::Function<RmsNormKernel> {
                                                  torch::autograd::variable_list grads) {
     const torch::autograd::variable_list saved = ctx->get_saved_variables();
     const torch::Tensor& x = saved[0];
+    const OnDevice on(x);
     const torch::Tensor g = grads[0].to(x.scalar_type()).contiguous();
     torch::Tensor gx = torch::empty_like(x);
     const int64_t hidden = x.size(-1);
     kernels::rms_norm_backward(x.data_ptr(), g.data_ptr(), saved[1].data_ptr<float>(), gx.data_ptr(),
                                x.numel() / hidden, hidden, static_cast<float>(ctx->saved_data["eps"].toDouble()),
-                               x.scalar_type() == torch::kBFloat16, current_stream());
+                               x.scalar_type() == torch::kBFloat16, on.stream());
     return {gx, torch::Tensor(), torch::Tensor()};
   }
 };
@@ -60,10 +72,10 @@ class RopeKernel : public torch::autograd::Function<RopeKernel> {
  public:
   static torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, bool inverse) {
     const torch::Tensor xc = x.contiguous();
+    const OnDevice on(xc);
     torch::Tensor y = torch::empty_like(xc);
     kernels::rotary(xc.data_ptr(), cos.data_ptr<float>(), sin.data_ptr<float>(), y.data_ptr(), xc.size(0) * xc.size(1),
-                    xc.size(2), xc.size(3), xc.size(1), inverse, xc.scalar_type() == torch::kBFloat16,
-                    current_stream());
+                    xc.size(2), xc.size(3), xc.size(1), inverse, xc.scalar_type() == torch::kBFloat16, on.stream());
     return y;
   }
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& cos,
@@ -84,19 +96,21 @@ class SwigluKernel : public torch::autograd::Function<SwigluKernel> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& gate,
                                const torch::Tensor& up) {
     const torch::Tensor g = gate.contiguous(), u = up.contiguous();
+    const OnDevice on(g);
     torch::Tensor out = torch::empty_like(g);
     kernels::swiglu(g.data_ptr(), u.data_ptr(), out.data_ptr(), g.numel(), g.scalar_type() == torch::kBFloat16,
-                    current_stream());
+                    on.stream());
     ctx->save_for_backward({g, u});
     return out;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const torch::autograd::variable_list saved = ctx->get_saved_variables();
+    const OnDevice on(saved[0]);
     const torch::Tensor go = grads[0].to(saved[0].scalar_type()).contiguous();
     torch::Tensor grad_gate = torch::empty_like(saved[0]), grad_up = torch::empty_like(saved[1]);
     kernels::swiglu_backward(saved[0].data_ptr(), saved[1].data_ptr(), go.data_ptr(), grad_gate.data_ptr(),
-                             grad_up.data_ptr(), go.numel(), go.scalar_type() == torch::kBFloat16, current_stream());
+                             grad_up.data_ptr(), go.numel(), go.scalar_type() == torch::kBFloat16, on.stream());
     return {grad_gate, grad_up};
   }
 };
@@ -155,6 +169,7 @@ KernelTokenScores kernel_token_scores(const torch::Tensor& logits, const torch::
                                       bool with_entropy) {
   KernelTokenScores r;
 #if KBRL_TORCH_CUDA
+  const OnDevice on(logits);
   const auto f32 = logits.options().dtype(torch::kFloat32);
   const int64_t rows = logits.size(0);
   r.logprob = torch::empty({rows}, f32);
@@ -164,7 +179,7 @@ KernelTokenScores kernel_token_scores(const torch::Tensor& logits, const torch::
   kernels::token_scores(logits.data_ptr(), t.data_ptr<int64_t>(), r.logprob.data_ptr<float>(),
                         with_entropy ? r.entropy.data_ptr<float>() : nullptr, r.stats.data_ptr<float>(), rows,
                         logits.size(1), static_cast<float>(temperature), logits.scalar_type() == torch::kBFloat16,
-                        current_stream());
+                        on.stream());
 #else
   (void)logits, (void)targets, (void)temperature, (void)with_entropy;
 #endif
@@ -175,6 +190,7 @@ void kernel_token_scores_backward(torch::Tensor& logits, const torch::Tensor& ta
                                   const torch::Tensor& grad_logprob, const torch::Tensor& grad_entropy,
                                   double temperature) {
 #if KBRL_TORCH_CUDA
+  const OnDevice on(logits);
   const torch::Tensor t = targets.to(torch::kInt64).contiguous();
   const torch::Tensor gl = grad_logprob.defined() ? grad_logprob.to(torch::kFloat32).contiguous() : torch::Tensor();
   const torch::Tensor ge = grad_entropy.defined() && grad_entropy.numel() == logits.size(0)
@@ -184,7 +200,7 @@ void kernel_token_scores_backward(torch::Tensor& logits, const torch::Tensor& ta
                                  gl.defined() ? gl.data_ptr<float>() : nullptr,
                                  ge.defined() ? ge.data_ptr<float>() : nullptr, logits.size(0), logits.size(1),
                                  static_cast<float>(temperature), logits.scalar_type() == torch::kBFloat16,
-                                 current_stream());
+                                 on.stream());
 #else
   (void)logits, (void)targets, (void)stats, (void)grad_logprob, (void)grad_entropy, (void)temperature;
 #endif
