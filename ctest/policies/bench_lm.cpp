@@ -230,18 +230,19 @@ void BM_DecodeGpu(benchmark::State& state) {
 // every projection, activation checkpointing as the GPU default), one group of K = 64 completions
 // of 1,024 tokens of the task prompt. Args: sft (0 = GRPO's clipped ratio, 1 = SFT's likelihood), fused
 // (0 = the plain tensor operations, 1 = the fused ones), micro_batch, checkpoint (activation
-// checkpointing on or off). `tokens/s` = trained completion tokens per second; `peak_GiB` the most GPU
+// checkpointing 0 = off, 1 = on, 2 = auto: only where the activations would not fit). `tokens/s` = trained completion tokens per second; `peak_GiB` the most GPU
 // memory the caching allocator held for tensors.
 void BM_UpdateGpu(benchmark::State& state) {
   if (!torch::cuda::is_available()) {
     state.SkipWithError("no GPU visible");
     return;
   }
-  const bool sft = state.range(0) == 1, fused = state.range(1) == 1, checkpoint = state.range(3) == 1;
+  const bool sft = state.range(0) == 1, fused = state.range(1) == 1;
+  const char* checkpoint = state.range(3) == 0 ? "off" : state.range(3) == 1 ? "on" : "auto";
   auto p = std::make_unique<LmPolicy>(
       parse_lm_spec(std::string("lm:random:smollm2-135m:1,shots=0,system=none,device=cuda,dtype=bfloat16,fused=") +
                     (fused ? "on" : "off") + ",micro_batch=" + std::to_string(state.range(2)) +
-                    ",checkpoint=" + (checkpoint ? "on" : "off")));
+                    ",checkpoint=" + checkpoint));
   p->add_adapter({16, 32.0}, 1);
   p->set_optimizer({.learning_rate = 1e-5});
   const std::vector<TrainItem> items = group_of_random_completions(13);
@@ -263,7 +264,7 @@ void BM_UpdateGpu(benchmark::State& state) {
   state.counters["peak_GiB"] = gpu_peak_gib();
   // KBRL_PROFILE_DIR: one more update of the fused GRPO cases of 32 completions profiled (libtorch's
   // Kineto profiler, CPU and CUDA activity), its trace written there as
-  // update_sft0_fused1_mb32_ckpt<0|1>.json (chrome://tracing).
+  // update_sft0_fused1_mb32_ckpt<on|off>.json (chrome://tracing).
   const char* dir = std::getenv("KBRL_PROFILE_DIR");
 #if TORCH_VERSION_MAJOR >= 2
   if (dir && *dir && fused && !sft && state.range(2) == 32) {
@@ -277,7 +278,7 @@ void BM_UpdateGpu(benchmark::State& state) {
     torch::autograd::profiler::disableProfiler()->save(std::string(dir) + "/update_sft" + std::to_string(sft) +
                                                        "_fused" + std::to_string(fused) + "_mb" +
                                                        std::to_string(state.range(2)) + "_ckpt" +
-                                                       std::to_string(checkpoint) + ".json");
+                                                       checkpoint + ".json");
   }
 #else
   (void)dir;
@@ -365,9 +366,11 @@ BENCHMARK(BM_UpdateGpu)
     ->Args({0, 1, 64, 1})
     ->Args({0, 1, 32, 0})
     ->Args({0, 1, 64, 0})
+    ->Args({0, 1, 64, 2})
     ->Args({1, 0, 8, 1})
     ->Args({1, 1, 32, 1})
     ->Args({1, 1, 32, 0})
+    ->Args({1, 1, 64, 2})
     ->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
 BENCHMARK(BM_TrainStepGpu1p5B)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 

@@ -1,16 +1,20 @@
 // The fused operations of LlamaNet's passes (fused_ops.h).
 #include "fused_ops.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 
 #include <torch/version.h>
 
 #include "llama_net.h"
+#include "update_memory.h"
 
 #if KBRL_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
 
 #include "decoder_kernels.h"
 #include "layer_kernels.h"
@@ -154,6 +158,21 @@ torch::Tensor fused_swiglu(const torch::Tensor& gate, const torch::Tensor& up) {
     return SwigluKernel::apply(gate, up);
 #endif
   return torch::silu(gate) * up;
+}
+
+int64_t device_bytes_available(const torch::Device& device) {
+#if KBRL_TORCH_CUDA
+  if (!device.is_cuda()) return 0;
+  const c10::cuda::CUDAGuard guard(device);
+  size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) return 0;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(guard.current_device().index());
+  const int64_t cached = stats.reserved_bytes[0].current - stats.allocated_bytes[0].current;  // [0]: every pool
+  return static_cast<int64_t>(free) + std::max<int64_t>(cached, 0);
+#else
+  (void)device;
+  return 0;
+#endif
 }
 
 bool token_score_kernels(const torch::Tensor& logits) {

@@ -115,7 +115,8 @@ LmOptions parse_lm_spec(std::string_view spec) {
     } else if (key == "micro_batch") {
       o.micro_batch = parse_spec_int(key, value, 1, 4096);
     } else if (key == "checkpoint") {
-      KBRL_CHECK_INPUT(value == "on" || value == "off", "policy spec: checkpoint={} (expected on or off)", value);
+      KBRL_CHECK_INPUT(value == "on" || value == "off" || value == "auto",
+                       "policy spec: checkpoint={} (expected on, off or auto)", value);
       o.checkpoint = value;
     } else if (key == "adapter") {
       KBRL_CHECK_INPUT(!value.empty(), "policy spec: adapter= names no file (adapter=FILE: a LoRA adapter, e.g. kbrl "

@@ -29,7 +29,7 @@ struct LmOptions {
   PromptOptions prompt;
   std::vector<std::string> lora_targets = {"q", "k", "v", "o", "gate", "up", "down"};
   int micro_batch = 0;  // completions per forward/backward pass in update(); 0 = 8 on a CPU, 32 on a GPU
-  std::string checkpoint;  // activation checkpointing in update(): on, off, "" = on for a GPU, off on a CPU
+  std::string checkpoint;  // activation checkpointing in update(): on, off, auto, "" = on for a GPU, off on a CPU
   std::string adapter;     // a LoRA adapter file loaded on top of the model (kbrl sft's adapter.pt); "" = none
 };
 
@@ -37,7 +37,9 @@ struct LmOptions {
 /// (on|off: CUDA graphs for decoding on a GPU, default on), fused (on|off: fused attention and chunked
 /// log-probs in scoring and updates, default on), max_tokens, top_p, style, shots, system
 /// (as the endpoint spec), targets (q+k+v+o+gate+up+down, any subset joined by '+'), micro_batch,
-/// checkpoint (on|off: activation checkpointing in the update; default on for a GPU, off on a CPU),
+/// checkpoint (on|off|auto: activation checkpointing in the update; default on for a GPU, off on a
+/// CPU; auto: on a GPU, only for the micro-batches whose activations (update_memory.h's estimate) would
+/// not fit in 80% of the memory free when the micro-batch starts),
 /// adapter (a LoRA adapter file to load: InputError when it was made for other shapes or another
 /// base model).
 /// InputError naming the bad part and the valid keys.

@@ -7,6 +7,7 @@
 #include <kbrl/error.h>
 
 #include "lm_policy_impl.h"
+#include "update_memory.h"
 #include "sequence_scores.h"
 
 namespace kbrl::lm {
@@ -82,6 +83,11 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
       C = std::max<int64_t>(C, static_cast<int64_t>(item.tokens.size()));
     }
     if (C == 0) return;
+    if (options().checkpoint == "auto") {  // checkpointing only where the activations would not fit
+      const int64_t need = activation_bytes(net.config(), static_cast<int64_t>(part.size()), C,
+                                            static_cast<int64_t>(prompt.size()), c10::elementSize(net.dtype()));
+      net.set_checkpointing(dev.is_cuda() && static_cast<double>(need) > 0.8 * static_cast<double>(device_bytes_available(dev)));
+    }
     torch::Tensor ref;
     if (config.kl_coef > 0) {
       torch::NoGradGuard no_grad;
