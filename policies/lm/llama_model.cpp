@@ -20,6 +20,11 @@ std::vector<std::pair<std::string, LoraLinear*>> TransformerBlock::projections()
           {"gate", &ffn.gate}, {"up", &ffn.up},     {"down", &ffn.down}};
 }
 
+void TransformerBlock::set_fused(bool on) {
+  attention.fused = attn_norm.fused = ffn_norm.fused = ffn.fused = on;
+  for (auto [name, proj] : projections()) proj->fused = on;
+}
+
 // ---- LlamaNet ----
 
 namespace {
@@ -144,7 +149,7 @@ TransformerBlock LlamaNet::empty_block() const {
   b.attention.heads = config_.heads;
   b.attention.kv_heads = config_.kv_heads;
   b.attention.head_dim = config_.head_dim;
-  b.attention.fused = b.attn_norm.fused = b.ffn_norm.fused = b.ffn.fused = fused_;
+  b.set_fused(fused_);
   return b;
 }
 
@@ -266,10 +271,7 @@ std::vector<std::pair<std::string, torch::Tensor*>> LlamaNet::named_weights() {
 void LlamaNet::set_fused(bool on) {
   fused_ = on;
   norm_.fused = on;
-  for (TransformerBlock& layer : layers_) {
-    layer.attention.fused = layer.attn_norm.fused = layer.ffn_norm.fused = layer.ffn.fused = on;
-    for (auto [name, proj] : layer.projections()) proj->fused = on;
-  }
+  for (TransformerBlock& layer : layers_) layer.set_fused(on);
 }
 
 int64_t LlamaNet::score_chunk_rows() const {

@@ -71,6 +71,8 @@ struct TransformerBlock {
   }
   /// The adaptable projections by their short names (q, k, v, o, gate, up, down).
   std::vector<std::pair<std::string, LoraLinear*>> projections();
+  /// The fused operations (LlamaNet::set_fused) on or off in every part of the block.
+  void set_fused(bool on);
 };
 
 /// What a forward pass returns: the final hidden states (after the last norm), [batch, T, hidden].
