@@ -230,8 +230,9 @@ void BM_DecodeGpu(benchmark::State& state) {
 // every projection, activation checkpointing as the GPU default), one group of K = 64 completions
 // of 1,024 tokens of the task prompt. Args: sft (0 = GRPO's clipped ratio, 1 = SFT's likelihood), fused
 // (0 = the plain tensor operations, 1 = the fused ones), micro_batch, checkpoint (activation
-// checkpointing 0 = off, 1 = on, 2 = auto: only where the activations would not fit). `tokens/s` = trained completion tokens per second; `peak_GiB` the most GPU
-// memory the caching allocator held for tensors.
+// checkpointing 0 = off, 1 = on, 2 = auto: only where the activations would not fit). `tokens/s` =
+// trained completion tokens per second; `peak_GiB` the most GPU memory the caching allocator held
+// for tensors.
 void BM_UpdateGpu(benchmark::State& state) {
   if (!torch::cuda::is_available()) {
     state.SkipWithError("no GPU visible");

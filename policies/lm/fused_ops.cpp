@@ -160,6 +160,7 @@ torch::Tensor fused_swiglu(const torch::Tensor& gate, const torch::Tensor& up) {
   return torch::silu(gate) * up;
 }
 
+// update_memory.h's, defined here: the one kbrl::lm file of the update that includes CUDA's headers.
 int64_t device_bytes_available(const torch::Device& device) {
 #if KBRL_TORCH_CUDA
   if (!device.is_cuda()) return 0;
