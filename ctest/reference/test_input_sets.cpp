@@ -167,6 +167,23 @@ TEST(InputSets, EveryStressSetIsFiniteDeterministicInItsDomainAndBeyondUnitInter
   EXPECT_EQ(restricted_only, std::set<int>{98});
 }
 
+// The timed samples rely on this: each draws its inputs under a seed of its own, and the reference's
+// answer to one sample's inputs is left in freed memory unpoisoned (gpu/time.cpp), so no two seeds may
+// give a task the same inputs or the same answer in any set.
+TEST(InputSets, AnotherSeedDrawsOtherInputsWithAnotherAnswerInEverySet) {
+  for (int id : task_ids()) {
+    const TaskSpec spec = task_spec(id, Scale::small);
+    const auto reference = make_reference(spec);
+    for (InputSet set : {InputSet::kernelbench, InputSet::stress, InputSet::outliers, InputSet::mixture}) {
+      SCOPED_TRACE("task " + std::to_string(id) + ", " + to_string(set));
+      const Tensors a = make_inputs(spec, 11, torch::kCPU, set), b = make_inputs(spec, 12, torch::kCPU, set);
+      EXPECT_FALSE(all_equal(a, b)) << "seeds 11 and 12 draw the same inputs";
+      EXPECT_FALSE(all_equal(reference(a, scalars_of(spec)), reference(b, scalars_of(spec))))
+          << "seeds 11 and 12 give the same reference answer";
+    }
+  }
+}
+
 // The kernelbench set's declarations hold too (they are what wrong_answer details quote).
 TEST(InputSets, KernelBenchDeclarationsHold) {
   for (int id : task_ids()) {

@@ -44,9 +44,12 @@ struct SampleKeys {
 // inputs: no run before the candidate's has seen them, so neither the reference's answer nor what it
 // computed on the way (a norm's sum, a softmax's row maxima, attention's scores, left in freed memory)
 // exists for the candidate to read. Right after the reference, the harness gathers its outputs at
-// places drawn from a per-sample key, masked with a keyed noise, and poisons them; then the same
-// places of the candidate's outputs are gathered, the reference's values unmasked, and the two
-// compared with the check's tolerances.
+// places drawn from a per-sample key, masked with a keyed noise; then the same places of the
+// candidate's outputs are gathered, the reference's values unmasked, and the two compared with the
+// check's tolerances. The reference's outputs are freed without a poison (a write of every output,
+// 2.3 ms a sample at the ReLU's 1.6e9 elements): they answer inputs that no later run sees, since
+// every sample draws its own and another seed gives every task other inputs with another answer
+// (test_input_sets).
 Timing time_candidate(GpuSession::Impl& s, JobState& st) {
   const GpuJob& job = st.job;
   const TaskSpec& spec = st.spec;
@@ -61,10 +64,6 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
   };
   Tensors reference_out;
   auto reference_once = [&] { reference_out = st.model(st.inputs, st.scalars); };
-  auto drop_reference_out = [&] {
-    for (auto& t : reference_out) poison_tensor(t);
-    reference_out.clear();
-  };
   // The reference needs no warm-up of its own: the check ran it on every trial.
   for (int i = 0; i < job.timing.warmups; ++i) candidate_once();
   if (!fault) fault = synchronize(s.cu_stream());
@@ -136,17 +135,16 @@ Timing time_candidate(GpuSession::Impl& s, JobState& st) {
       watched[sample][when].copy_(watched_fp[when], /*non_blocking=*/true);
       s.mark("fingerprints");
     };
-    auto reference_step = [&](bool timed) {  // run, gather masked, poison
+    auto reference_step = [&](bool timed) {  // run, gather masked, free
       if (timed) result.reference_ms.push_back(s.timed_sample(reference_once));
       else reference_once();
       s.mark("reference");
       for (int64_t o = 0; o < n_out; ++o) {
-        torch::Tensor r = reference_out[o].contiguous();  // attention's output is a transposed view
+        const torch::Tensor r = reference_out[o].contiguous();  // attention's output is a transposed view
         tolerances.back()[o] = settings_for(job.check, r, set);
         gather(r, o, keys.positions, keys.mask, reference_values[o]);
-        if (!r.is_same(reference_out[o])) poison_tensor(r);
       }
-      drop_reference_out();
+      reference_out.clear();
       s.mark("compare");
     };
     if (watch_inputs) watch(0);
