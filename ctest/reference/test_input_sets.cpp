@@ -175,7 +175,7 @@ TEST(InputSets, AnotherSeedDrawsOtherInputsWithAnotherAnswerInEverySet) {
     const TaskSpec spec = task_spec(id, Scale::small);
     const auto reference = make_reference(spec);
     for (InputSet set : {InputSet::kernelbench, InputSet::stress, InputSet::outliers, InputSet::mixture}) {
-      SCOPED_TRACE("task " + std::to_string(id) + ", " + to_string(set));
+      SCOPED_TRACE("task " + std::to_string(id) + ", " + std::string(to_string(set)));
       const Tensors a = make_inputs(spec, 11, torch::kCPU, set), b = make_inputs(spec, 12, torch::kCPU, set);
       EXPECT_FALSE(all_equal(a, b)) << "seeds 11 and 12 draw the same inputs";
       EXPECT_FALSE(all_equal(reference(a, scalars_of(spec)), reference(b, scalars_of(spec))))
