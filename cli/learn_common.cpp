@@ -57,7 +57,7 @@ nlohmann::json run_details(const CommonOptions& o, const nlohmann::json& config)
                         {"checkpoint", o.policy.checkpoint},
                         {"adapter", o.policy.adapter},
                         {"noise", o.policy.noise},
-                        {"device", o.policy.device},
+                        {"device", policy_device(o.policy)},
                         {"seed", o.policy.seed}}},
                       {"env", o.env},
                       {"env_seed", o.env_seed}};

@@ -31,6 +31,12 @@ bool is_endpoint_policy(const std::string& name) { return name.rfind("endpoint:"
 bool is_lm_policy(const std::string& name) { return lm::is_lm_spec(name); }
 bool is_text_policy(const std::string& name) { return is_endpoint_policy(name) || is_lm_policy(name); }
 
+std::string policy_device(const PolicyOptions& o) {
+  if (!is_lm_policy(o.name)) return o.device;
+  const std::string spec = lm::parse_lm_spec(o.name).model_options.device;
+  return spec != "cpu" ? spec : o.device;
+}
+
 std::unique_ptr<Policy> make_policy(const PolicyOptions& o) {
   if (is_endpoint_policy(o.name)) {
     KBRL_CHECK_INPUT(o.checkpoint.empty() && o.adapter.empty(),
@@ -42,7 +48,7 @@ std::unique_ptr<Policy> make_policy(const PolicyOptions& o) {
   }
   if (is_lm_policy(o.name)) {
     lm::LmOptions l = lm::parse_lm_spec(o.name);
-    if (l.model_options.device == "cpu" && o.device != "cpu") l.model_options.device = o.device;
+    l.model_options.device = policy_device(o);
     auto policy = std::make_unique<lm::LmPolicy>(std::move(l));
     if (!o.checkpoint.empty()) policy->load_base(o.checkpoint);
     if (!o.adapter.empty()) policy->load_adapter(o.adapter);

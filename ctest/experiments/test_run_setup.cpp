@@ -196,6 +196,19 @@ TEST(RunSetup, TasksAndPolicies) {
   PolicyOptions missing = named("schedule");
   missing.checkpoint = "/no/such.pt";
   EXPECT_NE(error_of([&] { make_policy(missing); }).find("does not exist"), std::string::npos);
+
+  // Where a policy computes (what run.json records): a language model's spec device= names a GPU
+  // over --policy-device; the knob policies take --policy-device.
+  PolicyOptions lm = named("lm:random:1x64,device=cuda:1");
+  EXPECT_EQ(policy_device(lm), "cuda:1");
+  lm.device = "cuda:0";
+  EXPECT_EQ(policy_device(lm), "cuda:1");
+  lm.name = "lm:random:1x64";
+  EXPECT_EQ(policy_device(lm), "cuda:0");
+  PolicyOptions schedule = named("schedule");
+  EXPECT_EQ(policy_device(schedule), "cpu");
+  schedule.device = "cuda";
+  EXPECT_EQ(policy_device(schedule), "cuda");
 }
 
 TEST(RunSetup, SweepSampleIsUniformWithoutReplacementAndKeepsTheExpert) {
