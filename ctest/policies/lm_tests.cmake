@@ -1,7 +1,7 @@
 kbrl_add_test(NAME test_lm_files LABELS unit SOURCES test_lm_model_file.cpp test_lm_model_names.cpp test_lm_chat_template.cpp
   LIBS kbrl::lm_files)
 # The language-model policy on a small random model (no model file, no server).
-kbrl_add_test(NAME test_lm_policy LABELS unit TIMEOUT 300 SOURCES test_lm_policy.cpp LIBS kbrl::lm kbrl::reference)
+kbrl_add_test(NAME test_lm_policy LABELS unit TIMEOUT 300 SOURCES test_lm_policy.cpp test_lm_micro_batches.cpp LIBS kbrl::lm kbrl::reference)
 # The batch decoder against a full-forward reference (CPU); its CUDA graphs on a GPU (skipped without).
 kbrl_add_test(NAME test_lm_decoder LABELS unit TIMEOUT 120 SOURCES test_lm_decoder.cpp LIBS kbrl::lm TORCH)
 # The language model against llama.cpp (parity of log-probs and greedy decoding) and the trainable

@@ -13,7 +13,8 @@ namespace kbrl::lm {
 namespace {
 
 constexpr std::string_view kKeys =
-    "device, dtype, graphs, fused, max_tokens, top_p, style, shots, system, targets, micro_batch, checkpoint, adapter";
+    "device, dtype, graphs, fused, max_tokens, top_p, style, shots, system, targets, micro_batch, checkpoint, pool, "
+    "adapter";
 const std::vector<std::string> kTargets = {"q", "k", "v", "o", "gate", "up", "down"};
 
 // "random:<layers>x<hidden>[:seed]": a Llama-shaped model with random weights and a byte-level
@@ -118,6 +119,9 @@ LmOptions parse_lm_spec(std::string_view spec) {
       KBRL_CHECK_INPUT(value == "on" || value == "off" || value == "auto",
                        "policy spec: checkpoint={} (expected on, off or auto)", value);
       o.checkpoint = value;
+    } else if (key == "pool") {
+      KBRL_CHECK_INPUT(value == "on" || value == "off", "policy spec: pool={} (expected on or off)", value);
+      o.pool = value;
     } else if (key == "adapter") {
       KBRL_CHECK_INPUT(!value.empty(), "policy spec: adapter= names no file (adapter=FILE: a LoRA adapter, e.g. kbrl "
                        "sft's adapter.pt)");

@@ -30,6 +30,7 @@ struct LmOptions {
   std::vector<std::string> lora_targets = {"q", "k", "v", "o", "gate", "up", "down"};
   int micro_batch = 0;  // completions per forward/backward pass in update(); 0 = 8 on a CPU, 32 on a GPU
   std::string checkpoint;  // activation checkpointing in update(): on, off, auto, "" = on for a GPU, off on a CPU
+  std::string pool;        // update(): prompts with few completions share passes (micro_batches.h): on, off, "" = on for a GPU, off on a CPU
   std::string adapter;     // a LoRA adapter file loaded on top of the model (kbrl sft's adapter.pt); "" = none
 };
 
@@ -40,6 +41,9 @@ struct LmOptions {
 /// checkpoint (on|off|auto: activation checkpointing in the update; default on for a GPU, off on a
 /// CPU; auto: on a GPU, only for the micro-batches whose activations (update_memory.h's estimate) would
 /// not fit in 80% of the memory free when the micro-batch starts),
+/// pool (on|off: completions of prompts with fewer than 4 completions, as in an SFT batch, share passes
+/// behind their prompts' common prefix instead of passes per prompt; default on for a GPU, off on a CPU,
+/// where a pass of long rows needs memory a CPU run rarely has),
 /// adapter (a LoRA adapter file to load: InputError when it was made for other shapes or another
 /// base model).
 /// InputError naming the bad part and the valid keys.

@@ -7,33 +7,46 @@
 #include <kbrl/error.h>
 
 #include "lm_policy_impl.h"
+#include "micro_batches.h"
 #include "update_memory.h"
 #include "sequence_scores.h"
 
 namespace kbrl::lm {
 namespace {
 
-// The batch's items grouped by prompt (task and scale), then in micro-batches of at most `size`
-// (by length, longest first): `visit(prompt tokens, item indices)` once per micro-batch; each prompt
-// is built once.
+// The batch's passes (micro_batches.h): `visit(pass)` once per pass, each prompt built once.
 template <class Visit>
 void for_each_micro_batch(LmPolicy& policy, const std::vector<TrainItem>& batch, const Visit& visit) {
   const int size = policy.options().micro_batch > 0 ? policy.options().micro_batch
                    : policy.options().model_options.device == "cpu" ? 8
                                                                     : 32;
-  std::map<std::pair<int, int>, std::vector<size_t>> groups;
-  for (size_t i = 0; i < batch.size(); ++i)
-    groups[{batch[i].task.id, static_cast<int>(batch[i].task.scale)}].push_back(i);
-  for (auto& [key, indices] : groups) {
-    const std::vector<int> prompt = policy.prompt_tokens(batch[indices[0]].task, policy.options().prompt);
-    // Longest first, so that a micro-batch's completions have similar lengths: little padding.
-    std::stable_sort(indices.begin(), indices.end(),
-                     [&](size_t a, size_t b) { return batch[a].tokens.size() > batch[b].tokens.size(); });
-    for (size_t start = 0; start < indices.size(); start += static_cast<size_t>(size)) {
-      const auto end = indices.begin() + static_cast<std::ptrdiff_t>(std::min(indices.size(), start + size));
-      visit(prompt, std::vector<size_t>(indices.begin() + static_cast<std::ptrdiff_t>(start), end));
-    }
+  std::map<std::pair<int, int>, size_t> index;  // (task, scale) -> prompt
+  std::vector<std::vector<int>> prompts;
+  std::vector<size_t> prompt_of, lengths;
+  for (const TrainItem& item : batch) {
+    const auto [it, added] = index.try_emplace({item.task.id, static_cast<int>(item.task.scale)}, prompts.size());
+    if (added) prompts.push_back(policy.prompt_tokens(item.task, policy.options().prompt));
+    prompt_of.push_back(it->second);
+    lengths.push_back(item.tokens.size());
   }
+  const std::string& pool = policy.options().pool;
+  const bool pooled = pool == "on" || (pool.empty() && policy.options().model_options.device != "cpu");
+  for (const MicroBatch& m : plan_micro_batches(prompts, prompt_of, lengths, static_cast<size_t>(size), pooled))
+    visit(m);
+}
+
+/// A row's tokens: its tail (the rest of its prompt), then its completion.
+std::vector<int> row_tokens(const std::vector<int>& tail, const std::vector<int>& completion) {
+  std::vector<int> row = tail;
+  row.insert(row.end(), completion.begin(), completion.end());
+  return row;
+}
+
+/// A row's per-token values: 0 over its tail (scored, never trained on), then the completion's.
+std::vector<double> after_tail(const std::vector<int>& tail, const std::vector<double>& values) {
+  std::vector<double> row(tail.size(), 0.0);
+  row.insert(row.end(), values.begin(), values.end());
+  return row;
 }
 
 torch::Tensor padded(const std::vector<std::vector<double>>& rows, int64_t C, torch::Device device) {
@@ -66,25 +79,28 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
   const torch::Device dev = net.device();
   impl_->optimizer->zero_grad();
   double loss_sum = 0, entropy_sum = 0, kl_sum = 0, clipped = 0;
-  for_each_micro_batch(*this, batch, [&](const std::vector<int>& prompt, const std::vector<size_t>& part) {
+  for_each_micro_batch(*this, batch, [&](const MicroBatch& m) {
+    const std::vector<int>& prompt = m.prompt;
     std::vector<std::vector<int>> tokens;
-    std::vector<std::vector<double>> adv, old, weights;
+    std::vector<std::vector<double>> adv, old, weights, completion;
     int64_t C = 0;
-    for (size_t k : part) {
-      const TrainItem& item = batch[k];
-      tokens.push_back(item.tokens);
-      adv.push_back(item.advantages);
-      old.push_back(item.old_logprobs);
+    for (size_t r = 0; r < m.items.size(); ++r) {
+      const TrainItem& item = batch[m.items[r]];
+      const std::vector<int>& tail = m.tails[r];
+      tokens.push_back(row_tokens(tail, item.tokens));
+      adv.push_back(after_tail(tail, item.advantages));
+      old.push_back(item.old_logprobs.empty() ? item.old_logprobs : after_tail(tail, item.old_logprobs));
       const double len = static_cast<double>(std::max<size_t>(item.tokens.size(), 1));
       const double w = config.aggregation == Aggregation::sequence_mean ? 1.0 / (sequences * len)
                        : config.aggregation == Aggregation::token_mean  ? 1.0 / std::max<double>(total_tokens, 1)
                                                                         : 1.0 / (sequences * config.constant_length);
-      weights.emplace_back(item.tokens.size(), w);
-      C = std::max<int64_t>(C, static_cast<int64_t>(item.tokens.size()));
+      weights.push_back(after_tail(tail, std::vector<double>(item.tokens.size(), w)));
+      completion.push_back(after_tail(tail, std::vector<double>(item.tokens.size(), 1.0)));
+      C = std::max<int64_t>(C, static_cast<int64_t>(tokens.back().size()));
     }
     if (C == 0) return;
     if (options().checkpoint == "auto") {  // checkpointing only where the activations would not fit
-      const int64_t need = activation_bytes(net.config(), static_cast<int64_t>(part.size()), C,
+      const int64_t need = activation_bytes(net.config(), static_cast<int64_t>(m.items.size()), C,
                                             static_cast<int64_t>(prompt.size()), c10::elementSize(net.dtype()));
       net.set_checkpointing(dev.is_cuda() && static_cast<double>(need) > 0.8 * static_cast<double>(device_bytes_available(dev)));
     }
@@ -97,6 +113,7 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
     }
     const SequenceScores s = score_sequences(net, prompt, tokens, config.temperature, true);
     const torch::Tensor A = padded(adv, C, dev), W = padded(weights, C, dev);
+    const torch::Tensor mask = padded(completion, C, dev);  // the completions' tokens, not the tails' or padding
     torch::Tensor term;
     if (config.objective == Objective::likelihood) {
       term = A * s.logprobs;
@@ -107,19 +124,19 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
       const torch::Tensor ratio = torch::exp(s.logprobs - old_lp);
       const double eps = config.clip_epsilon;
       term = torch::min(ratio * A, ratio.clamp(1 - eps, 1 + eps) * A);
-      clipped += ((ratio - 1).abs().gt(eps).to(torch::kFloat32) * s.mask).sum().item<double>();
+      clipped += ((ratio - 1).abs().gt(eps).to(torch::kFloat32) * mask).sum().item<double>();
     }
-    torch::Tensor loss = -(term * W * s.mask).sum();
-    if (config.entropy_coef != 0) loss = loss - config.entropy_coef * (s.entropy * W).sum();  // entropy is masked
+    torch::Tensor loss = -(term * W * mask).sum();
+    if (config.entropy_coef != 0) loss = loss - config.entropy_coef * (s.entropy * W).sum();  // W is 0 off completions
     if (ref.defined()) {
       const torch::Tensor d = ref - s.logprobs;  // k3 estimator of KL(policy || reference) per token
-      const torch::Tensor kl = (torch::exp(d) - d - 1) * s.mask;
+      const torch::Tensor kl = (torch::exp(d) - d - 1) * mask;
       loss = loss + config.kl_coef * (kl * W).sum();
       kl_sum += kl.sum().item<double>();
     }
     loss.backward();
     loss_sum += loss.item<double>();
-    entropy_sum += s.entropy.detach().sum().item<double>();
+    entropy_sum += (s.entropy.detach() * mask).sum().item<double>();
   });
   const auto params = impl_->trainable();
   double norm_sq = 0;
@@ -142,18 +159,25 @@ UpdateStats LmPolicy::measure(const std::vector<TrainItem>& batch, double temper
   UpdateStats stats;
   LlamaNet& net = impl_->model.net();
   double entropy_sum = 0, kl_sum = 0;
-  for_each_micro_batch(*this, batch, [&](const std::vector<int>& prompt, const std::vector<size_t>& part) {
+  for_each_micro_batch(*this, batch, [&](const MicroBatch& m) {
     std::vector<std::vector<int>> tokens;
-    for (size_t k : part) tokens.push_back(batch[k].tokens);
-    const SequenceScores s = score_sequences(net, prompt, tokens, temperature, true);
-    entropy_sum += s.entropy.sum().item<double>();
-    stats.tokens += static_cast<int64_t>(s.mask.sum().item<double>());
+    std::vector<std::vector<double>> completion;
+    int64_t C = 0;
+    for (size_t r = 0; r < m.items.size(); ++r) {
+      tokens.push_back(row_tokens(m.tails[r], batch[m.items[r]].tokens));
+      completion.push_back(after_tail(m.tails[r], std::vector<double>(batch[m.items[r]].tokens.size(), 1.0)));
+      C = std::max<int64_t>(C, static_cast<int64_t>(tokens.back().size()));
+    }
+    const SequenceScores s = score_sequences(net, m.prompt, tokens, temperature, true);
+    const torch::Tensor mask = padded(completion, C, net.device());
+    entropy_sum += (s.entropy * mask).sum().item<double>();
+    stats.tokens += static_cast<int64_t>(mask.sum().item<double>());
     if (impl_->lora) {
       net.set_adapters_on(false);
-      const torch::Tensor ref = score_sequences(net, prompt, tokens, temperature, false).logprobs;
+      const torch::Tensor ref = score_sequences(net, m.prompt, tokens, temperature, false).logprobs;
       net.set_adapters_on(true);
       const torch::Tensor d = ref - s.logprobs;
-      kl_sum += ((torch::exp(d) - d - 1) * s.mask).sum().item<double>();
+      kl_sum += ((torch::exp(d) - d - 1) * mask).sum().item<double>();
     }
   });
   stats.entropy = stats.tokens ? entropy_sum / stats.tokens : 0;
