@@ -87,7 +87,7 @@ void add_common_options(CLI::App* cmd, CommonOptions& o,
     cmd->add_option("--adapter", o.policy.adapter, "schedule or lm policy: a LoRA adapter (.pt) to load on top");
     cmd->add_option("--noise", o.policy.noise, "heuristic policy: the chance of a random value per knob")
         ->capture_default_str();
-    cmd->add_option("--policy-device", o.policy.device, "schedule or lm policy's device: cpu or cuda[:N] (lm: unless its spec names one)")
+    cmd->add_option("--policy-device", o.policy.device, "schedule or lm policy's device: cpu or cuda[:N] (lm: unless its spec names a GPU)")
         ->capture_default_str();
     cmd->add_option("--policy-seed", o.policy.seed, "schedule policy: weight initialization seed")
         ->capture_default_str();

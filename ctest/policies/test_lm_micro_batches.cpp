@@ -115,7 +115,7 @@ TEST(MicroBatches, PooledPassesGiveTheUpdateOfOnePassPerCompletion) {
   UpdateConfig sft;
   sft.objective = Objective::likelihood;
   sft.aggregation = Aggregation::token_mean;
-  for (const UpdateConfig& config : {grpo, sft}) {  // the second step starts from the first's adapters
+  for (const UpdateConfig& config : {sft, grpo}) {  // GRPO's KL term away from 0 after SFT's step
     const UpdateStats x = a.update(items, config), y = b.update(items, config);
     EXPECT_GT(x.grad_norm, 0.0);
     EXPECT_NEAR(x.grad_norm, y.grad_norm, 1e-4 * x.grad_norm);
@@ -124,6 +124,7 @@ TEST(MicroBatches, PooledPassesGiveTheUpdateOfOnePassPerCompletion) {
     EXPECT_NEAR(x.kl, y.kl, 1e-5 * std::max(1.0, x.kl));
     EXPECT_EQ(x.clip_fraction, y.clip_fraction);
     EXPECT_EQ(x.tokens, y.tokens);
+    if (config.kl_coef > 0) EXPECT_GT(x.kl, 1e-6) << "the KL term is tested at 0 only";
   }
   const UpdateStats mx = a.measure(items, 1.0), my = b.measure(items, 1.0);
   EXPECT_EQ(mx.tokens, my.tokens);

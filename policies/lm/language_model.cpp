@@ -111,8 +111,10 @@ class ChunkScores : public torch::autograd::Function<ChunkScores> {
 
 SequenceScores score_sequences(LlamaNet& net, const std::vector<int>& prompt,
                                const std::vector<std::vector<int>>& completions, double temperature,
-                               bool with_entropy) {
+                               bool with_entropy, const std::vector<size_t>& unscored) {
   KBRL_CHECK_INPUT(!prompt.empty(), "a prompt needs at least one token");
+  KBRL_ASSERT(unscored.empty() || unscored.size() == completions.size(), "{} unscored counts for {} rows",
+              unscored.size(), completions.size());
   KBRL_CHECK_INPUT(temperature > 0, "scoring needs a temperature > 0 (got {})", temperature);
   const int64_t n = static_cast<int64_t>(completions.size());
   int64_t C = 0;
@@ -133,7 +135,7 @@ SequenceScores score_sequences(LlamaNet& net, const std::vector<int>& prompt,
       const int t = completions[i][j];
       KBRL_CHECK_INPUT(t >= 0 && t < vocab, "token id {} is outside the vocabulary (0..{})", t, vocab - 1);
       flat[i * C + j] = t;
-      mask[i * C + j] = 1.0f;
+      mask[i * C + j] = unscored.empty() || j >= unscored[static_cast<size_t>(i)] ? 1.0f : 0.0f;
     }
   const torch::Tensor targets = torch::tensor(flat, torch::kInt64).view({n, C}).to(net.device());
   out.mask = torch::from_blob(mask.data(), {n, C}, torch::kFloat32).to(net.device()).clone();
@@ -152,10 +154,16 @@ SequenceScores score_sequences(LlamaNet& net, const std::vector<int>& prompt,
     if (with_entropy) out.entropy = -(logp.exp() * logp).sum(-1) * out.mask;
     return out;
   }
-  // Fused: the output's rows of real tokens only (no logits for padding), a chunk at a time.
+  // Fused: the output's rows of scored tokens only (no logits for padding or a row's context), a
+  // chunk at a time.
   std::vector<int64_t> real;
   for (size_t i = 0; i < mask.size(); ++i)
     if (mask[i] != 0.0f) real.push_back(static_cast<int64_t>(i));
+  if (real.empty()) {  // every row context only
+    out.logprobs = torch::zeros({n, C}, f32);
+    if (with_entropy) out.entropy = torch::zeros({n, C}, f32);
+    return out;
+  }
   const torch::Tensor rows = torch::tensor(real, torch::kInt64).to(net.device());
   const torch::Tensor hidden = before.reshape({n * C, before.size(2)}).index_select(0, rows);
   const torch::Tensor wanted = targets.reshape({n * C}).index_select(0, rows);

@@ -42,7 +42,7 @@ std::vector<int> row_tokens(const std::vector<int>& tail, const std::vector<int>
   return row;
 }
 
-/// A row's per-token values: 0 over its tail (scored, never trained on), then the completion's.
+/// A row's per-token values: 0 over its tail (context, never scored), then the completion's.
 std::vector<double> after_tail(const std::vector<int>& tail, const std::vector<double>& values) {
   std::vector<double> row(tail.size(), 0.0);
   row.insert(row.end(), values.begin(), values.end());
@@ -82,20 +82,23 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
   for_each_micro_batch(*this, batch, [&](const MicroBatch& m) {
     const std::vector<int>& prompt = m.prompt;
     std::vector<std::vector<int>> tokens;
-    std::vector<std::vector<double>> adv, old, weights, completion;
+    std::vector<std::vector<double>> adv, old, weights;
+    std::vector<size_t> context;  // per row: its tail, never scored
+    std::vector<double> has_old;   // per row: 1 where the item carries its sampling log-probs
     int64_t C = 0;
     for (size_t r = 0; r < m.items.size(); ++r) {
       const TrainItem& item = batch[m.items[r]];
       const std::vector<int>& tail = m.tails[r];
       tokens.push_back(row_tokens(tail, item.tokens));
+      context.push_back(tail.size());
       adv.push_back(after_tail(tail, item.advantages));
-      old.push_back(item.old_logprobs.empty() ? item.old_logprobs : after_tail(tail, item.old_logprobs));
+      has_old.push_back(item.old_logprobs.empty() ? 0.0 : 1.0);
+      old.push_back(after_tail(tail, item.old_logprobs));
       const double len = static_cast<double>(std::max<size_t>(item.tokens.size(), 1));
       const double w = config.aggregation == Aggregation::sequence_mean ? 1.0 / (sequences * len)
                        : config.aggregation == Aggregation::token_mean  ? 1.0 / std::max<double>(total_tokens, 1)
                                                                         : 1.0 / (sequences * config.constant_length);
       weights.push_back(after_tail(tail, std::vector<double>(item.tokens.size(), w)));
-      completion.push_back(after_tail(tail, std::vector<double>(item.tokens.size(), 1.0)));
       C = std::max<int64_t>(C, static_cast<int64_t>(tokens.back().size()));
     }
     if (C == 0) return;
@@ -108,19 +111,20 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
     if (config.kl_coef > 0) {
       torch::NoGradGuard no_grad;
       net.set_adapters_on(false);
-      ref = score_sequences(net, prompt, tokens, config.temperature, false).logprobs;
+      ref = score_sequences(net, prompt, tokens, config.temperature, false, context).logprobs;
       net.set_adapters_on(true);
     }
-    const SequenceScores s = score_sequences(net, prompt, tokens, config.temperature, true);
+    const SequenceScores s = score_sequences(net, prompt, tokens, config.temperature, true, context);
     const torch::Tensor A = padded(adv, C, dev), W = padded(weights, C, dev);
-    const torch::Tensor mask = padded(completion, C, dev);  // the completions' tokens, not the tails' or padding
+    const torch::Tensor& mask = s.mask;  // the completions' tokens (not the tails' or padding)
     torch::Tensor term;
     if (config.objective == Objective::likelihood) {
       term = A * s.logprobs;
     } else {
-      bool have_old = true;
-      for (const auto& o : old) have_old = have_old && !o.empty();
-      const torch::Tensor old_lp = have_old ? padded(old, C, dev) : s.logprobs.detach();
+      // Rows without sampling log-probs compare with the current ones (ratio 1).
+      const torch::Tensor row_has_old =
+          torch::tensor(has_old, torch::kFloat64).to(torch::kFloat32).to(dev).unsqueeze(1);
+      const torch::Tensor old_lp = torch::where(row_has_old > 0, padded(old, C, dev), s.logprobs.detach());
       const torch::Tensor ratio = torch::exp(s.logprobs - old_lp);
       const double eps = config.clip_epsilon;
       term = torch::min(ratio * A, ratio.clamp(1 - eps, 1 + eps) * A);
@@ -161,20 +165,18 @@ UpdateStats LmPolicy::measure(const std::vector<TrainItem>& batch, double temper
   double entropy_sum = 0, kl_sum = 0;
   for_each_micro_batch(*this, batch, [&](const MicroBatch& m) {
     std::vector<std::vector<int>> tokens;
-    std::vector<std::vector<double>> completion;
-    int64_t C = 0;
+    std::vector<size_t> context;
     for (size_t r = 0; r < m.items.size(); ++r) {
       tokens.push_back(row_tokens(m.tails[r], batch[m.items[r]].tokens));
-      completion.push_back(after_tail(m.tails[r], std::vector<double>(batch[m.items[r]].tokens.size(), 1.0)));
-      C = std::max<int64_t>(C, static_cast<int64_t>(tokens.back().size()));
+      context.push_back(m.tails[r].size());
     }
-    const SequenceScores s = score_sequences(net, m.prompt, tokens, temperature, true);
-    const torch::Tensor mask = padded(completion, C, net.device());
+    const SequenceScores s = score_sequences(net, m.prompt, tokens, temperature, true, context);
+    const torch::Tensor& mask = s.mask;
     entropy_sum += (s.entropy * mask).sum().item<double>();
     stats.tokens += static_cast<int64_t>(mask.sum().item<double>());
     if (impl_->lora) {
       net.set_adapters_on(false);
-      const torch::Tensor ref = score_sequences(net, m.prompt, tokens, temperature, false).logprobs;
+      const torch::Tensor ref = score_sequences(net, m.prompt, tokens, temperature, false, context).logprobs;
       net.set_adapters_on(true);
       const torch::Tensor d = ref - s.logprobs;
       kl_sum += ((torch::exp(d) - d - 1) * mask).sum().item<double>();
