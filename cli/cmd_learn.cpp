@@ -185,6 +185,12 @@ void run_ttt_command(const CommonOptions& o, bool isolated) {
                                                                      result.boa.stop_step)
                                                        : "")
               << std::flush;
+    if (!result.fresh.empty()) {  // the same step on samples it was not chosen by
+      const StepMetrics& f = result.fresh.at(static_cast<size_t>(result.boa.best_step));
+      std::cout << fmt::format("{}: BoA step {} on {} fresh samples: fast_1 {:.3f}, sig_fast_1 {:.3f}\n", run.run,
+                               result.boa.best_step, f.rollouts, f.fast_1, f.sig_fast_1)
+                << std::flush;
+    }
   }
   std::cout << "wrote " << steps.path().string() << ", " << task_steps.path().string() << " and "
             << (dir / "adapters").string() << "/\n";

@@ -215,7 +215,7 @@ std::vector<std::string> rlvr_config_keys() {
 std::vector<std::string> ttt_config_keys() {
   return join_keys({kTaskKeys, kOptimizerKeys, kLoraKeys, kGrpoKeys,
                     {"k", "steps", "temperature", "update", "teacher", "sdpo_beta", "patience", "seed",
-                     "run"}});
+                     "run", "fresh_k"}});
 }
 
 std::vector<std::string> sft_config_keys() {
@@ -265,6 +265,7 @@ TttConfig read_ttt_config(const nlohmann::json& j, const std::string& source) {
   r.integer("patience", c.patience, 0);
   r.seed("seed", c.seed);
   r.text("run", c.run);
+  r.integer("fresh_k", c.fresh_k, 0);
   KBRL_CHECK_INPUT(c.update != TttUpdate::grpo || c.k >= 2,
                    "{}: GRPO compares the samples of a group: k must be at least 2 for update grpo (got {})",
                    source, c.k);

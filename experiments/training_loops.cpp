@@ -34,6 +34,7 @@ double seconds_since(Clock::time_point t) {
 
 /// A per-(run seed, step, task) sampling seed.
 uint64_t sample_seed(uint64_t seed, int step, int task_id) { return derive_seed(seed, {task_id, step}); }
+constexpr uint64_t kFreshSeedSalt = 0xF5E5'5EED'0F5EULL;  // TTT's fresh samples: seeds apart from the trained ones
 
 void check_tasks(const std::vector<int>& tasks, const char* loop) {
   KBRL_CHECK_INPUT(!tasks.empty(), "{}: no tasks", loop);
@@ -267,6 +268,27 @@ TttResult run_ttt(TrainablePolicy& policy, Environment& env, const TttConfig& c,
     m.step = step;
     m.tasks = static_cast<int>(tasks.size());
     scores.push_back(m.fast_1);
+    double fresh_seconds = 0;
+    if (c.fresh_k > 0) {  // drawn under this step's adapter, before its update; seeds of their own
+      const auto fresh_start = Clock::now();
+      std::vector<Rollout> fresh;
+      Budget spent;
+      for (const TaskSpec& task : tasks) {
+        std::vector<Rollout> group = roll(policy, env, task, c.fresh_k, c.temperature,
+                                          sample_seed(c.seed ^ kFreshSeedSalt, step, task.id), spent);
+        fresh.insert(fresh.end(), group.begin(), group.end());
+      }
+      StepMetrics f = score_rollouts(fresh);
+      f.step = step;
+      f.tasks = m.tasks;
+      fresh_seconds = seconds_since(fresh_start);
+      spent.wall_seconds = fresh_seconds;
+      f.budget = spent;
+      result.budget += spent;  // the run's cost; the step's own budget stays its training's
+      if (steps_csv) steps_csv->row(training_step_row(c.run + "_fresh", f));
+      result.fresh.push_back(f);
+      result.fresh_rollouts.push_back(std::move(fresh));
+    }
     const BoaDecision so_far = best_of_adaptation(scores, c.patience);
     const bool stop = so_far.stop_step >= 0;
     if (step < c.steps && !stop) {
@@ -274,7 +296,7 @@ TttResult run_ttt(TrainablePolicy& policy, Environment& env, const TttConfig& c,
     } else {  // no update after the last evaluated step: still measure KL to the start and entropy
       m.update = measure_rollouts(policy, all, c.scale, c.temperature);
     }
-    budget.wall_seconds = seconds_since(start);
+    budget.wall_seconds = seconds_since(start) - fresh_seconds;
     m.budget = budget;
     result.budget += budget;
     if (steps_csv) steps_csv->row(training_step_row(c.run, m));

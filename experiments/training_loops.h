@@ -110,19 +110,25 @@ struct TttConfig {
   int patience = 0;  // early stopping after this many consecutive regressions of fast_1; 0 = off
   uint64_t seed = 0;
   std::string run = "ttt";
+  // > 0: at every evaluated step, fresh_k more samples per task (seeds of their own), evaluated and
+  // never trained on nor selected with: the BoA step scored on samples it was not chosen by.
+  int fresh_k = 0;
 };
 
 struct TttResult {
   std::vector<StepMetrics> steps;        // evaluated steps 0..last
   std::vector<std::vector<Rollout>> rollouts;  // per evaluated step, all tasks in order
   BoaDecision boa;                       // over the steps' fast_1
-  Budget budget;
+  std::vector<StepMetrics> fresh;        // with fresh_k > 0: per evaluated step, the fresh samples' scores
+  std::vector<std::vector<Rollout>> fresh_rollouts;  // and the fresh samples
+  Budget budget;                         // the fresh samples included
 };
 
 /// Test-time training from the policy's current weights: a fresh LoRA adapter, then per step:
 /// sample k per task, evaluate, record, update (GRPO over the batch, or SDPO). Best-of-Adaptation
 /// picks the step of highest in-batch fast_1 (no extra rollouts); with patience > 0 the run stops
-/// early. Every step's adapter is kept in memory and, when `adapter_dir` is not empty, written
+/// early. With fresh_k > 0 every step also draws fresh_k samples per task before its update, scored
+/// apart (`steps_csv` rows of run "<run>_fresh"), which change nothing of the trajectory. Every step's adapter is kept in memory and, when `adapter_dir` is not empty, written
 /// there (adapter_step_N.pt); at the end the adapter of the BoA step is restored.
 TttResult run_ttt(TrainablePolicy& policy, Environment& env, const TttConfig& config,
                   CsvTable* steps_csv, CsvTable* task_csv, const std::filesystem::path& adapter_dir,

@@ -227,5 +227,48 @@ TEST(Ttt, RunsWithBoaAndEarlyStoppingOnSyntheticRewards) {
   EXPECT_GT(s.budget.teacher_tokens, 0);
 }
 
+// Fresh samples (fresh_k) score every step apart from the samples it trains on and selects with:
+// the same trajectory, BoA step and adapter as without them, fresh_k more rollouts per task and step
+// in the run's budget, drawn with seeds of their own.
+TEST(Ttt, FreshSamplesScoreEachStepAndChangeNothingOfTheTrajectory) {
+  TttConfig c;
+  c.tasks = {19, 23};
+  c.scale = Scale::small;
+  c.k = 8;
+  c.steps = 3;
+  c.temperature = 1.0;
+  c.optimizer.learning_rate = 3e-2;
+  c.lora_config = {.rank = 4, .alpha = 8};
+  SchedulePolicy plain_policy({.seed = 9}), fresh_policy({.seed = 9});
+  SyntheticEnvironment env(4);
+  const TttResult plain = run_ttt(plain_policy, env, c, nullptr, nullptr, {});
+  c.fresh_k = 6;
+  const TttResult fresh = run_ttt(fresh_policy, env, c, nullptr, nullptr, {});
+  ASSERT_EQ(fresh.steps.size(), plain.steps.size());
+  for (size_t i = 0; i < plain.steps.size(); ++i) {
+    EXPECT_EQ(fresh.steps[i].fast_1, plain.steps[i].fast_1) << "step " << i;
+    EXPECT_EQ(fresh.steps[i].mean_reward, plain.steps[i].mean_reward) << "step " << i;
+    EXPECT_EQ(fresh.steps[i].budget.rollouts, plain.steps[i].budget.rollouts) << "step " << i;
+  }
+  EXPECT_EQ(fresh.boa.best_step, plain.boa.best_step);
+  EXPECT_TRUE(plain.fresh.empty());
+  ASSERT_EQ(fresh.fresh.size(), fresh.steps.size());
+  ASSERT_EQ(fresh.fresh_rollouts.size(), fresh.steps.size());
+  bool other_samples = false;
+  for (size_t i = 0; i < fresh.fresh.size(); ++i) {
+    EXPECT_EQ(fresh.fresh[i].step, static_cast<int>(i));
+    EXPECT_EQ(fresh.fresh[i].rollouts, 12);  // 6 a task
+    EXPECT_EQ(fresh.fresh_rollouts[i].size(), 12u);
+    for (size_t j = 0; j < fresh.fresh_rollouts[i].size() && j < fresh.rollouts[i].size(); ++j)
+      other_samples = other_samples || fresh.fresh_rollouts[i][j].sample.tokens != fresh.rollouts[i][j].sample.tokens;
+  }
+  EXPECT_TRUE(other_samples) << "the fresh samples are the trained ones";
+  EXPECT_EQ(fresh.budget.rollouts, plain.budget.rollouts + static_cast<int64_t>(fresh.steps.size()) * 12);
+  // The adapter loaded at the end is the same BoA step's.
+  const TaskSpec relu = task_spec(19, Scale::small);
+  const auto& tokens = plain.rollouts.front().front().sample.tokens;
+  EXPECT_EQ(plain_policy.logprob(relu, {tokens}, 1.0), fresh_policy.logprob(relu, {tokens}, 1.0));
+}
+
 }  // namespace
 }  // namespace kbrl

@@ -124,8 +124,9 @@ void ttt(ExperimentContext& ctx) {
   CsvTable steps(ctx.dir / "ttt_steps.csv", schemas::training_steps());
   CsvTable tasks(ctx.dir / "ttt_tasks.csv", schemas::ttt_task_steps());
   auto policy = ctx.load_policy(ctx.base_checkpoint());
-  const TttResult batch = run_ttt(*policy, *ctx.env, ctx.ttt_config(b.subset1, 42, "batch_subset1"), &steps,
-                                  &tasks, {}, ctx.progress);
+  TttConfig batch_config = ctx.ttt_config(b.subset1, 42, "batch_subset1");
+  batch_config.fresh_k = b.ttt_k;  // BoA's step also scored on samples it was not chosen by
+  const TttResult batch = run_ttt(*policy, *ctx.env, batch_config, &steps, &tasks, {}, ctx.progress);
   // Per-task isolated TTT: each task alone, a fresh adapter from the same checkpoint.
   CsvTable iso_steps(ctx.dir / "ttt_isolated_steps.csv", schemas::training_steps());
   CsvTable iso_tasks(ctx.dir / "ttt_isolated_tasks.csv", schemas::ttt_task_steps());
@@ -172,6 +173,13 @@ void ttt(ExperimentContext& ctx) {
   eq.row({"subset1", "base_step0", cell(b.ttt_k * n_tasks), cell(batch.steps.front().fast_1),
           cell(batch.steps.front().sig_fast_1), equivalent_k(curve, batch.steps.front().fast_1), cell(base_ci.lower),
           cell(base_ci.upper)});
+  // The same step scored on fresh samples (drawn under its adapter, never trained on or selected with):
+  // the in-batch fast_1 above is the highest of the steps' draws, biased upward by that choice.
+  const StepMetrics& fresh = batch.fresh.at(static_cast<size_t>(batch.boa.best_step));
+  const auto fresh_ci = step_interval(batch.fresh_rollouts.at(static_cast<size_t>(batch.boa.best_step)), b.subset1);
+  eq.row({"subset1", fmt::format("boa_fresh_step{}", batch.boa.best_step),
+          cell(static_cast<int64_t>(batch.boa.best_step + 1) * b.ttt_k * n_tasks), cell(fresh.fast_1),
+          cell(fresh.sig_fast_1), equivalent_k(curve, fresh.fast_1), cell(fresh_ci.lower), cell(fresh_ci.upper)});
 }
 
 void oversharpening(ExperimentContext& ctx) {
