@@ -187,17 +187,23 @@ TEST(BestOfAdaptation, PicksTheBestStepAndStopsAtTheFirstRegression) {
   EXPECT_EQ(best_of_adaptation({0.2, 0.2, 0.2}, 1).best_step, 0);  // ties: the earliest
 }
 
-TEST(Ttt, RunsWithBoaAndEarlyStoppingOnSyntheticRewards) {
-  SchedulePolicy policy({.seed = 9});
-  SyntheticEnvironment env(4);
+/// TTT of the schedule policy on tasks 19 and 23 at small scale, 8 samples a task and step.
+TttConfig small_ttt(int steps) {
   TttConfig c;
   c.tasks = {19, 23};
   c.scale = Scale::small;
   c.k = 8;
-  c.steps = 4;
+  c.steps = steps;
   c.temperature = 1.0;
   c.optimizer.learning_rate = 3e-2;
   c.lora_config = {.rank = 4, .alpha = 8};
+  return c;
+}
+
+TEST(Ttt, RunsWithBoaAndEarlyStoppingOnSyntheticRewards) {
+  SchedulePolicy policy({.seed = 9});
+  SyntheticEnvironment env(4);
+  TttConfig c = small_ttt(4);
   const TttResult r = run_ttt(policy, env, c, nullptr, nullptr, {});
   ASSERT_GE(r.steps.size(), 1u);
   EXPECT_LE(r.steps.size(), 5u);
@@ -231,14 +237,7 @@ TEST(Ttt, RunsWithBoaAndEarlyStoppingOnSyntheticRewards) {
 // the same trajectory, BoA step and adapter as without them, fresh_k more rollouts per task and step
 // in the run's budget, drawn with seeds of their own.
 TEST(Ttt, FreshSamplesScoreEachStepAndChangeNothingOfTheTrajectory) {
-  TttConfig c;
-  c.tasks = {19, 23};
-  c.scale = Scale::small;
-  c.k = 8;
-  c.steps = 3;
-  c.temperature = 1.0;
-  c.optimizer.learning_rate = 3e-2;
-  c.lora_config = {.rank = 4, .alpha = 8};
+  TttConfig c = small_ttt(3);
   SchedulePolicy plain_policy({.seed = 9}), fresh_policy({.seed = 9});
   SyntheticEnvironment env(4);
   const TttResult plain = run_ttt(plain_policy, env, c, nullptr, nullptr, {});
