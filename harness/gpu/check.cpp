@@ -66,12 +66,14 @@ std::optional<CandidateFault> touched(GpuSession::Impl& s, JobState& st, const s
 }
 
 /// ||a - b|| for two flat tensors (b float64), in chunks so that no float64 copy of `a` is made whole.
+/// Each chunk's float64 copy of `a` (an answer) becomes the difference in place: no copy of the
+/// answer is left in freed memory for the candidate that runs on these inputs next.
 double distance(const torch::Tensor& a, const torch::Tensor& b) {
   constexpr int64_t kChunk = int64_t{1} << 26;
   auto sum = torch::zeros({}, b.options());
   for (int64_t at = 0; at < a.numel(); at += kChunk) {
     const int64_t n = std::min(kChunk, a.numel() - at);
-    sum += (a.narrow(0, at, n).to(torch::kFloat64) - b.narrow(0, at, n)).square().sum();
+    sum += a.narrow(0, at, n).to(torch::kFloat64).sub_(b.narrow(0, at, n)).square_().sum();
   }
   return std::sqrt(sum.item<double>());
 }
@@ -82,22 +84,27 @@ double distance(const torch::Tensor& a, const torch::Tensor& b) {
 std::vector<AccuracyBase> measure_accuracy_base(GpuSession::Impl& s, const TaskSpec& spec, const Tensors& inputs,
                                                 const std::vector<double>& scalars, const Tensors& expected) {
   std::vector<AccuracyBase> base(expected.size());
-  Tensors exact;
+  Tensors exact, copies;
   try {
     Tensors in64;
     for (const auto& x : inputs) in64.push_back(x.is_floating_point() ? x.to(torch::kFloat64) : x);
     exact = s.reference64(spec)(in64, scalars);
     for (size_t i = 0; i < exact.size() && i < expected.size(); ++i) {
       if (!expected[i].is_floating_point() || exact[i].scalar_type() != torch::kFloat64) continue;
-      const auto e = exact[i].contiguous().view(-1);
+      // Flat copies where an answer is a view in another order (attention's transposed output) are
+      // answers too: poisoned with the rest below.
+      torch::Tensor e = exact[i].contiguous().view(-1), f = expected[i].reshape(-1);
+      if (e.data_ptr() != exact[i].data_ptr()) copies.push_back(e);
+      if (f.data_ptr() != expected[i].data_ptr()) copies.push_back(f);
       const double norm = e.norm().item<double>();
       if (!std::isfinite(norm) || norm == 0) continue;
-      base[i] = {norm, distance(expected[i].reshape(-1), e) / norm};
+      base[i] = {norm, distance(f, e) / norm};
     }
   } catch (const c10::Error&) {  // an operator without a float64 kernel, or a task whose float64 run does not fit
     base.assign(expected.size(), AccuracyBase{});
   }
   for (auto& t : exact) poison_tensor(t);  // no answer outlives its use
+  for (auto& t : copies) poison_tensor(t);
   return base;
 }
 
