@@ -1,5 +1,6 @@
 // The language model's update on a GPU (part of test_lm_gpu; skipped where there is none): the fused
-// operations against the plain ones in bfloat16, and the layer's kernels against torch operations.
+// operations against the plain ones in bfloat16, pooled passes against one pass per completion, and
+// the layer's kernels against torch operations.
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
@@ -76,6 +77,50 @@ TEST_P(FusedUpdate, AgreesWithPlainInBfloat16) {
 }
 
 INSTANTIATE_TEST_SUITE_P(LmGpu, FusedUpdate, ::testing::Values("4x256", "4x384"));
+
+// Pooled passes on a GPU (micro_batches.h; the GPU's default): completions of four prompts, two
+// each, in one pass behind the prompts' common prefix against one pass per completion, fused, in
+// bfloat16: one SFT and one GRPO step (KL and entropy terms) the same up to bfloat16 rounding
+// (the batching changes the order of sums), with FusedUpdate's tolerances.
+TEST(PooledUpdate, AgreesWithOnePassPerCompletionInBfloat16) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no GPU: libtorch sees no CUDA device";
+  LmOptions one = parse_lm_spec("lm:random:4x256:1,device=cuda,dtype=bfloat16,shots=0,system=none,micro_batch=1");
+  LmOptions pooled = one;
+  pooled.micro_batch = 8;
+  pooled.pool = "on";
+  LmPolicy a(one), b(pooled);
+  for (LmPolicy* p : {&a, &b}) {
+    p->add_adapter({8, 16.0}, 3);
+    p->set_optimizer({.learning_rate = 1e-3});
+  }
+  std::vector<TrainItem> items;
+  uint64_t rng = 7;
+  for (int id : {19, 21, 22, 23})
+    for (int k = 0; k < 2; ++k) {
+      TrainItem it;
+      it.task = task_spec(id, Scale::small);
+      const int length = 50 + static_cast<int>(splitmix64(rng) % 200);
+      for (int t = 0; t < length; ++t) it.tokens.push_back(static_cast<int>(splitmix64(rng) % 256));
+      it.advantages.assign(it.tokens.size(), k ? 1.0 : -1.0);
+      items.push_back(std::move(it));
+    }
+  UpdateConfig sft;
+  sft.objective = Objective::likelihood;
+  sft.aggregation = Aggregation::token_mean;
+  UpdateConfig grpo;
+  grpo.kl_coef = 0.05;
+  grpo.entropy_coef = 0.01;
+  for (const UpdateConfig& config : {sft, grpo}) {
+    const UpdateStats x = a.update(items, config), y = b.update(items, config);
+    std::printf("[ figures ] loss %.6g / %.6g, grad norm %.6g / %.6g, kl %.6g / %.6g (one pass each / pooled)\n",
+                x.loss, y.loss, x.grad_norm, y.grad_norm, x.kl, y.kl);
+    EXPECT_GT(x.grad_norm, 0.0);
+    EXPECT_NEAR(x.loss, y.loss, 0.01 * std::abs(x.loss) + 1e-6);
+    EXPECT_NEAR(x.grad_norm, y.grad_norm, 0.02 * x.grad_norm);
+    EXPECT_NEAR(x.entropy, y.entropy, 0.01 * x.entropy);
+    EXPECT_EQ(x.tokens, y.tokens);
+  }
+}
 
 // The layer's kernels (fused_ops.h) against the torch operations they replace, forward and backward,
 // in float32 and bfloat16: the rotary embedding of [3, 37, 5, 64] (T = 37 positions), RMSNorm of
