@@ -47,9 +47,9 @@ struct SampleKeys {
 // places drawn from a per-sample key, masked with a keyed noise; then the same places of the
 // candidate's outputs are gathered, the reference's values unmasked, and the two compared with the
 // check's tolerances. The reference's outputs are freed without a poison (a write of every output,
-// 2.3 ms a sample at the ReLU's 1.6e9 elements): they answer inputs that no later run sees, since
-// every sample draws its own and another seed gives every task other inputs with another answer
-// (test_input_sets).
+// about 2 ms a sample at the ReLU's 1.6e9 elements on an H100): they answer inputs that no later
+// run sees, since every sample draws its own and another seed gives every task other inputs with
+// another answer (test_input_sets).
 Timing time_candidate(GpuSession::Impl& s, JobState& st) {
   const GpuJob& job = st.job;
   const TaskSpec& spec = st.spec;
