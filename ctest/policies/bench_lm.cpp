@@ -83,11 +83,14 @@ std::unique_ptr<LmPolicy>& gpu_policy() {
 
 // One group of K = 64 completions of 1,024 byte tokens of the task prompt, advantages +1 and -1 in
 // turn: the reports' group at RL's sizes, for the update benchmarks.
-std::vector<TrainItem> group_of_random_completions(uint64_t seed) {
+/// 64 random completions of 1,024 tokens; with `tasks` > 1, spread over that many tasks' prompts
+/// (the first task ids, 64 / tasks each: an SFT batch drawn over many tasks) instead of ReLU's alone.
+std::vector<TrainItem> group_of_random_completions(uint64_t seed, int tasks = 1) {
   std::vector<TrainItem> items(64);
   uint64_t rng = seed;
+  const std::vector<int> ids = task_ids();
   for (size_t i = 0; i < items.size(); ++i) {
-    items[i].task = relu();
+    items[i].task = tasks <= 1 ? relu() : task_spec(ids.at(i % static_cast<size_t>(tasks)), Scale::kernelbench);
     for (int t = 0; t < 1024; ++t) items[i].tokens.push_back(static_cast<int>(splitmix64(rng) % 256));
     items[i].advantages.assign(items[i].tokens.size(), i % 2 ? 1.0 : -1.0);
   }
@@ -240,13 +243,14 @@ void BM_UpdateGpu(benchmark::State& state) {
   }
   const bool sft = state.range(0) == 1, fused = state.range(1) == 1;
   const char* checkpoint = state.range(3) == 0 ? "off" : state.range(3) == 1 ? "on" : "auto";
+  const int tasks = static_cast<int>(state.range(4));  // 1: ReLU's prompt alone; more: SFT's mix of prompts
   auto p = std::make_unique<LmPolicy>(
       parse_lm_spec(std::string("lm:random:smollm2-135m:1,shots=0,system=none,device=cuda,dtype=bfloat16,fused=") +
                     (fused ? "on" : "off") + ",micro_batch=" + std::to_string(state.range(2)) +
-                    ",checkpoint=" + checkpoint));
+                    ",checkpoint=" + checkpoint + ",pool=" + (state.range(5) == 1 ? "on" : "off")));
   p->add_adapter({16, 32.0}, 1);
   p->set_optimizer({.learning_rate = 1e-5});
-  const std::vector<TrainItem> items = group_of_random_completions(13);
+  const std::vector<TrainItem> items = group_of_random_completions(13, tasks);
   UpdateConfig config;
   if (sft) config.objective = Objective::likelihood;
   gpu_peak_gib();  // from here on (the model's weights in memory already: CUDA is set up)
@@ -359,19 +363,23 @@ BENCHMARK(BM_DecodeGpu)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(2)
     ->UseRealTime();
+// tasks: 64 completions of one prompt (a GRPO group) or 2 each of 32 prompts (an SFT batch over
+// many tasks), with passes per prompt (pool 0) or pooled behind the prompts' common prefix (pool 1).
 BENCHMARK(BM_UpdateGpu)
-    ->ArgNames({"sft", "fused", "micro_batch", "checkpoint"})
-    ->Args({0, 0, 8, 1})
-    ->Args({0, 1, 8, 1})
-    ->Args({0, 1, 32, 1})
-    ->Args({0, 1, 64, 1})
-    ->Args({0, 1, 32, 0})
-    ->Args({0, 1, 64, 0})
-    ->Args({0, 1, 64, 2})
-    ->Args({1, 0, 8, 1})
-    ->Args({1, 1, 32, 1})
-    ->Args({1, 1, 32, 0})
-    ->Args({1, 1, 64, 2})
+    ->ArgNames({"sft", "fused", "micro_batch", "checkpoint", "tasks", "pool"})
+    ->Args({0, 0, 8, 1, 1, 1})
+    ->Args({0, 1, 8, 1, 1, 1})
+    ->Args({0, 1, 32, 1, 1, 1})
+    ->Args({0, 1, 64, 1, 1, 1})
+    ->Args({0, 1, 32, 0, 1, 1})
+    ->Args({0, 1, 64, 0, 1, 1})
+    ->Args({0, 1, 64, 2, 1, 1})
+    ->Args({1, 0, 8, 1, 1, 1})
+    ->Args({1, 1, 32, 1, 1, 1})
+    ->Args({1, 1, 32, 0, 1, 1})
+    ->Args({1, 1, 64, 2, 1, 1})
+    ->Args({1, 1, 32, 1, 32, 0})
+    ->Args({1, 1, 32, 1, 32, 1})
     ->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
 BENCHMARK(BM_TrainStepGpu1p5B)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 
