@@ -55,7 +55,7 @@ nlohmann::json run_details(const CommonOptions& o, const nlohmann::json& config)
                       {"policy",
                        {{"name", o.policy.name},
                         {"checkpoint", o.policy.checkpoint},
-                        {"adapter", o.policy.adapter},
+                        {"adapter", policy_adapter(o.policy)},
                         {"noise", o.policy.noise},
                         {"device", policy_device(o.policy)},
                         {"seed", o.policy.seed}}},

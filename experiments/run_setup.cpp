@@ -37,6 +37,11 @@ std::string policy_device(const PolicyOptions& o) {
   return spec != "cpu" ? spec : o.device;
 }
 
+std::string policy_adapter(const PolicyOptions& o) {
+  if (!o.adapter.empty() || !is_lm_policy(o.name)) return o.adapter;
+  return lm::parse_lm_spec(o.name).adapter;
+}
+
 std::unique_ptr<Policy> make_policy(const PolicyOptions& o) {
   if (is_endpoint_policy(o.name)) {
     KBRL_CHECK_INPUT(o.checkpoint.empty() && o.adapter.empty(),

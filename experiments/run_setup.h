@@ -41,6 +41,9 @@ bool is_lm_policy(const std::string& name);
 bool is_text_policy(const std::string& name);
 /// Where the policy computes: a language model's spec device= when it names a GPU, else --policy-device.
 std::string policy_device(const PolicyOptions& o);
+/// The adapter the policy loads last (what run.json records): --adapter, else a language model's
+/// spec adapter=, else "".
+std::string policy_adapter(const PolicyOptions& o);
 
 /// The policy `options` names. InputError for an unknown name (listing the names), a checkpoint or
 /// adapter given to a policy without weights, a noise outside [0, 1], a file that is missing, or

@@ -209,6 +209,13 @@ TEST(RunSetup, TasksAndPolicies) {
   EXPECT_EQ(policy_device(schedule), "cpu");
   schedule.device = "cuda";
   EXPECT_EQ(policy_device(schedule), "cuda");
+
+  // The adapter it loads last: --adapter over a spec's adapter=.
+  lm.name = "lm:random:1x64,adapter=/runs/sft/adapter.pt";
+  EXPECT_EQ(policy_adapter(lm), "/runs/sft/adapter.pt");
+  lm.adapter = "/runs/rlvr/adapter.pt";
+  EXPECT_EQ(policy_adapter(lm), "/runs/rlvr/adapter.pt");
+  EXPECT_EQ(policy_adapter(schedule), "");
 }
 
 TEST(RunSetup, SweepSampleIsUniformWithoutReplacementAndKeepsTheExpert) {
