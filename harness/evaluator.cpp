@@ -325,7 +325,10 @@ EvalRecord Evaluator::finish(const TaskSpec& spec, const KeyedCandidate& keyed_c
   const CallResult call = impl_->call({{"op", "run"}, {"job", job}}, settings_.job_timeout_seconds);
   GpuJobResult result;
   switch (call.status) {
-    case CallStatus::ok: result = call.reply.at("result").get<GpuJobResult>(); break;
+    case CallStatus::ok:
+      result = call.reply.at("result").get<GpuJobResult>();
+      if (result.outcome == Outcome::harness_error) count_harness_errors(1);  // e.g. the GPU out of memory
+      break;
     case CallStatus::timeout:
       result.outcome = Outcome::timeout;
       result.detail = fmt::format("no result within {} s: the worker was killed and will be restarted",

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include <harness/evaluator.h>
@@ -181,6 +182,26 @@ TEST_F(EvaluatorGpu, LogResumesAndReplayAgrees) {
     EXPECT_EQ(again.outcome, record.outcome) << record.task_name;
     EXPECT_EQ(again.key, record.key);
   }
+}
+
+// A GPU too full for the harness's own tensors (another process holds the memory: seen with six
+// sampling processes side by side at KernelBench's sizes) is the harness's failure, counted and
+// evaluated again by a rerun, never the candidate's runtime_error. The worker is capped at 2% of
+// the GPU's memory, where ReLU's 6 GiB input does not fit.
+TEST_F(EvaluatorGpu, AGpuTooFullForTheHarnessIsAHarnessErrorNotTheCandidates) {
+  const CatalogKernel* relu = find_catalog_kernel("relu");
+  ASSERT_NE(relu, nullptr);
+  ::setenv("KBRL_WORKER_MEMORY_FRACTION", "0.02", 1);  // the worker inherits it when it starts
+  EvalSettings settings = gpu_settings();
+  settings.cache_dir = std::filesystem::temp_directory_path() / "kbrl-test-evaluator-gpu-full";
+  Evaluator full(settings);
+  const int64_t before = harness_errors_recorded();
+  const EvalRecord r = full.evaluate(load(*relu), "", "known_good");
+  ::unsetenv("KBRL_WORKER_MEMORY_FRACTION");
+  print_row(*relu, r);
+  EXPECT_EQ(r.outcome, Outcome::harness_error) << r.outcome_detail;
+  EXPECT_NE(r.outcome_detail.find("out of memory"), std::string::npos) << r.outcome_detail;
+  EXPECT_EQ(harness_errors_recorded(), before + 1);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 
 #include <harness/compile/compile.h>  // arch_for
 #include <reference/task_registry.h>
@@ -40,6 +41,15 @@ GpuSession::GpuSession(int device) : impl_(std::make_unique<Impl>()) {
   s.device_index = device;
   s.device = torch::Device(torch::kCUDA, device);
   c10::cuda::set_device(device);
+  // A cap on what this worker's tensors may take of the GPU (a share in (0, 1]), for a GPU shared
+  // with a model or other workers; the test of a GPU too full for the harness sets it small.
+  if (const char* f = std::getenv("KBRL_WORKER_MEMORY_FRACTION"); f && *f) {
+    char* end = nullptr;
+    const double share = std::strtod(f, &end);
+    KBRL_CHECK_INPUT(end && *end == '\0' && share > 0 && share <= 1,
+                     "KBRL_WORKER_MEMORY_FRACTION={}: give a share of the GPU's memory in (0, 1]", f);
+    c10::cuda::CUDACachingAllocator::setMemoryFraction(share, device);
+  }
   // Reference numerics as KernelBench's fp32 semantics: no TF32 in matmul or cuDNN.
   at::globalContext().setAllowTF32CuBLAS(false);
   at::globalContext().setAllowTF32CuDNN(false);
@@ -141,6 +151,18 @@ GpuJobResult GpuSession::run(const GpuJob& job) {
     GpuJobResult r;
     r.outcome = Outcome::runtime_error;
     r.detail = e.what();
+    r.restart_worker = true;
+    return r;
+  } catch (const c10::OutOfMemoryError& e) {
+    // The harness's own tensors (inputs, outputs, the reference's answers) did not fit: the GPU is
+    // shared with other processes, or holds too much. Seen on an H100 with six sampling processes
+    // side by side, each with its worker at KernelBench's sizes. Not the candidate's doing (its
+    // scratch is within the plan's limit); a fresh worker, later, evaluates it again.
+    GpuJobResult r;
+    r.outcome = Outcome::harness_error;
+    r.detail = std::string("the GPU ran out of memory for the harness's tensors (a harness fault, not the "
+                           "candidate's: the GPU is shared or full; a rerun evaluates it again): ") +
+               e.what_without_backtrace();
     r.restart_worker = true;
     return r;
   } catch (const c10::Error& e) {
