@@ -6,10 +6,18 @@ kbrl_add_test(NAME test_lm_policy LABELS unit TIMEOUT 300 SOURCES test_lm_policy
 kbrl_add_test(NAME test_lm_decoder LABELS unit TIMEOUT 120 SOURCES test_lm_decoder.cpp LIBS kbrl::lm TORCH)
 # The language model against llama.cpp (parity of log-probs and greedy decoding) and the trainable
 # policy on SmolLM2 (LoRA no-op at init, one GRPO step): needs .ci/setup-llm's server and model.
-kbrl_add_test(NAME test_lm_llm LABELS llm TIMEOUT 900 SOURCES test_lm_llm.cpp LIBS kbrl::lm kbrl::reference)
-target_compile_definitions(test_lm_llm PRIVATE KBRL_LLM_URL_FILE="${KBRL_LLM_STATE_DIR}/url")
+kbrl_add_test(NAME test_lm_llm LABELS llm TIMEOUT 900 SOURCES test_lm_llm.cpp LIBS kbrl::lm kbrl::policies kbrl::reference)
+target_compile_definitions(test_lm_llm PRIVATE KBRL_LLM_URL_FILE="${KBRL_LLM_STATE_DIR}/url"
+  KBRL_WRITER_ADAPTER="${PROJECT_SOURCE_DIR}/results/h100-80gb-hbm3/lm-writer-smollm2/run4/sft_corpus/adapter.pt")
 set_tests_properties(test_lm_llm PROPERTIES FIXTURES_REQUIRED llama_server
   SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\] [0-9]+ tests?[.,]")
+# The committed writer adapter writing kernels on the CPU: greedy answers to two eval-split tasks,
+# compiled for sm_90 (no server; about 2 minutes of one core).
+add_test(NAME llm_writer_smoke
+  COMMAND bash ${PROJECT_SOURCE_DIR}/ctest/with_budget.sh 580 bash ${PROJECT_SOURCE_DIR}/ctest/llm/writer_smoke.sh
+          $<TARGET_FILE:kbrl> ${PROJECT_SOURCE_DIR}/results/h100-80gb-hbm3/lm-writer-smollm2/run4/sft_corpus/adapter.pt
+          ${CMAKE_BINARY_DIR}/results-llm/writer_smoke)
+set_tests_properties(llm_writer_smoke PROPERTIES LABELS llm TIMEOUT 600 SKIP_RETURN_CODE 77)
 # Sampling and training tokens/s of the model in the process, next to llama-server's (bench label).
 kbrl_add_benchmark(NAME bench_lm SOURCES bench_lm.cpp LIBS kbrl::lm kbrl::reference kbrl_testing)
 if(TARGET bench_lm)
