@@ -41,8 +41,13 @@ GpuSession::GpuSession(int device) : impl_(std::make_unique<Impl>()) {
   s.device_index = device;
   s.device = torch::Device(torch::kCUDA, device);
   c10::cuda::set_device(device);
+  // Reference numerics as KernelBench's fp32 semantics: no TF32 in matmul or cuDNN.
+  at::globalContext().setAllowTF32CuBLAS(false);
+  at::globalContext().setAllowTF32CuDNN(false);
+  torch::empty({1}, torch::TensorOptions().device(s.device));  // creates the primary context
   // A cap on what this worker's tensors may take of the GPU (a share in (0, 1]), for a GPU shared
-  // with a model or other workers; the test of a GPU too full for the harness sets it small.
+  // with a model or other workers; the test of a GPU too full for the harness sets it small. Set
+  // after the first allocation: before it, the allocator is not initialized for the device.
   if (const char* f = std::getenv("KBRL_WORKER_MEMORY_FRACTION"); f && *f) {
     char* end = nullptr;
     const double share = std::strtod(f, &end);
@@ -50,10 +55,6 @@ GpuSession::GpuSession(int device) : impl_(std::make_unique<Impl>()) {
                      "KBRL_WORKER_MEMORY_FRACTION={}: give a share of the GPU's memory in (0, 1]", f);
     c10::cuda::CUDACachingAllocator::setMemoryFraction(share, device);
   }
-  // Reference numerics as KernelBench's fp32 semantics: no TF32 in matmul or cuDNN.
-  at::globalContext().setAllowTF32CuBLAS(false);
-  at::globalContext().setAllowTF32CuDNN(false);
-  torch::empty({1}, torch::TensorOptions().device(s.device));  // creates the primary context
   const auto& api = cuda::driver();
   CUdevice dev = 0;
   KBRL_CU_CHECK(api.device_get(&dev, device));
