@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <numeric>
 
 #include <kbrl/error.h>
@@ -41,6 +42,21 @@ std::vector<TrainItem> grpo_items(const TaskSpec& task, const std::vector<Rollou
     out.push_back(std::move(it));
   }
   return out;
+}
+
+std::vector<Rollout> judged_only(const std::vector<Rollout>& group) {
+  std::vector<Rollout> out;
+  std::copy_if(group.begin(), group.end(), std::back_inserter(out),
+               [](const Rollout& r) { return r.outcome != Outcome::harness_error; });
+  return out;
+}
+
+std::vector<TrainItem> grpo_group_items(const TaskSpec& task, const std::vector<Rollout>& group,
+                                        bool normalize_std) {
+  const std::vector<Rollout> judged = judged_only(group);
+  std::vector<double> rewards;
+  for (const Rollout& r : judged) rewards.push_back(r.reward);
+  return grpo_items(task, judged, group_advantages(rewards, normalize_std));
 }
 
 std::vector<TrainItem> sft_items(const TaskSpec& task, const std::vector<Sample>& samples) {
@@ -83,14 +99,14 @@ SdpoTeacher parse_sdpo_teacher(std::string_view text) { return parse_enum<SdpoTe
 TeacherContext sdpo_context(const std::vector<Rollout>& group, size_t index, SdpoTeacher teacher) {
   KBRL_CHECK_INPUT(index < group.size(), "rollout {} of a group of {}", index, group.size());
   TeacherContext c;
+  if (teacher == SdpoTeacher::prompt_only) return c;
   int best = -1;
   for (size_t j = 0; j < group.size(); ++j) {
     if (j == index || !group[j].correct) continue;
     if (best < 0 || group[j].speedup > group[static_cast<size_t>(best)].speedup) best = static_cast<int>(j);
   }
   if (best >= 0) c.demonstration = group[static_cast<size_t>(best)].sample.tokens;
-  if (teacher == SdpoTeacher::feedback)
-    c.feedback = TeacherContext::Feedback{group[index].compiled, group[index].correct, group[index].speedup};
+  c.feedback = TeacherContext::Feedback{group[index].compiled, group[index].correct, group[index].speedup};
   return c;
 }
 

@@ -24,6 +24,16 @@ std::vector<double> group_advantages(const std::vector<double>& rewards, bool no
 std::vector<TrainItem> grpo_items(const TaskSpec& task, const std::vector<Rollout>& group,
                                   const std::vector<double>& advantages);
 
+/// The rollouts of a group that the harness judged: without those whose outcome is harness_error
+/// (the GPU out of memory for the harness, a worker's handler fault). An infrastructure failure
+/// says nothing about the sample, so no update learns from it; the step's metrics still count it.
+std::vector<Rollout> judged_only(const std::vector<Rollout>& group);
+
+/// GRPO's items for one group: group_advantages over the judged rollouts' rewards (judged_only),
+/// then grpo_items of those rollouts; none when no rollout was judged.
+std::vector<TrainItem> grpo_group_items(const TaskSpec& task, const std::vector<Rollout>& group,
+                                        bool normalize_std);
+
 /// SFT's items: advantage 1 on every token (with Objective::likelihood, the loss is the mean
 /// negative log-likelihood).
 std::vector<TrainItem> sft_items(const TaskSpec& task, const std::vector<Sample>& samples);
@@ -36,7 +46,8 @@ std::vector<TrainItem> known_good_items(const std::vector<int>& tasks, Scale sca
 
 enum class SdpoTeacher {
   feedback,     // the demonstration (a correct sample of the batch) and the rollout's execution feedback
-  prompt_only,  // the demonstration only, no execution feedback (isolates the feedback's value)
+  prompt_only,  // neither: the prompt and the teacher's instruction only (report 003's unconditional
+                // teacher, 101% of the student's tokens); the schedule policy's equals its student
 };
 template <>
 struct EnumNames<SdpoTeacher> {
@@ -47,9 +58,9 @@ struct EnumNames<SdpoTeacher> {
 std::string_view to_string(SdpoTeacher);
 SdpoTeacher parse_sdpo_teacher(std::string_view);  // throws InputError
 
-/// The teacher context of rollout `index` of a group: the demonstration is the fastest correct
-/// rollout of the group other than this one (none when there is no such rollout); feedback is
-/// this rollout's compile status, correctness and speedup (feedback teacher only).
+/// The teacher context of rollout `index` of a group (feedback teacher; the prompt-only teacher's is
+/// empty): the demonstration is the fastest correct rollout of the group other than this one (none
+/// when there is no such rollout), and this rollout's compile status, correctness and speedup.
 TeacherContext sdpo_context(const std::vector<Rollout>& group, size_t index, SdpoTeacher teacher);
 
 /// SDPO's items (the surprisal report, 3.6): A_t = beta * (log p_teacher(x_t | context) -

@@ -14,10 +14,11 @@
 namespace kbrl {
 namespace {
 
-/// One update; a loss, gradient or KL that is not finite ends the run (the policy's weights are no
+/// One update (none for an empty batch); a loss, gradient or KL that is not finite ends the run (the policy's weights are no
 /// longer usable), before the step's row is written, so the CSV holds only sound rows.
 UpdateStats finite_update(TrainablePolicy& policy, const std::vector<TrainItem>& batch, const UpdateConfig& update,
                           const std::string& where) {
+  if (batch.empty()) return {};  // nothing judged to learn from (every rollout a harness_error)
   const UpdateStats s = policy.update(batch, update);
   if (!std::isfinite(s.loss) || !std::isfinite(s.grad_norm) || !std::isfinite(s.kl))
     throw Error(fmt::format("{}: the update's loss is {} (gradient norm {}, KL {}): training diverged; the rows "
@@ -186,10 +187,7 @@ std::vector<StepMetrics> run_rlvr(TrainablePolicy& policy, Environment& env, con
       const TaskSpec task = task_spec(order[next++], c.scale);
       std::vector<Rollout> group =
           roll(policy, env, task, c.group_size, c.temperature, sample_seed(c.seed, step, task.id), budget);
-      std::vector<double> rewards;
-      for (const Rollout& r : group) rewards.push_back(r.reward);
-      const std::vector<TrainItem> items =
-          grpo_items(task, group, group_advantages(rewards, c.grpo.normalize_std));
+      const std::vector<TrainItem> items = grpo_group_items(task, group, c.grpo.normalize_std);
       batch.insert(batch.end(), items.begin(), items.end());
       all.insert(all.end(), group.begin(), group.end());
     }
@@ -253,11 +251,9 @@ TttResult run_ttt(TrainablePolicy& policy, Environment& env, const TttConfig& c,
       if (step < c.steps) {
         std::vector<TrainItem> items;
         if (c.update == TttUpdate::grpo) {
-          std::vector<double> rewards;
-          for (const Rollout& r : group) rewards.push_back(r.reward);
-          items = grpo_items(task, group, group_advantages(rewards, c.grpo.normalize_std));
+          items = grpo_group_items(task, group, c.grpo.normalize_std);
         } else {
-          items = sdpo_items(policy, task, group, c.teacher, c.sdpo_beta, c.temperature,
+          items = sdpo_items(policy, task, judged_only(group), c.teacher, c.sdpo_beta, c.temperature,
                              &budget.teacher_tokens);
         }
         batch.insert(batch.end(), items.begin(), items.end());

@@ -298,6 +298,7 @@ Prompt build_prompt(const TaskSpec& task, const PromptOptions& options) {
                           to_string(options.style), options.shots, to_string(options.system));
   if (options.feedback) p.version += "/feedback";
   if (options.demonstration) p.version += "/demonstration";
+  if (options.resolve) p.version += "/teacher";
   if (options.system == SystemPrompt::reasoning) p.system = std::string(kSystem);
 
   const bool body = options.style == TextStyle::body;
@@ -319,6 +320,7 @@ Prompt build_prompt(const TaskSpec& task, const PromptOptions& options) {
     u += "\n# A correct solution from the same batch\n";
     u += fenced("cuda", *options.demonstration);
   }
+  if (options.resolve) u += "\nCorrectly solve the original question.\n";
   u += fmt::format("\nWrite the {} for task {} ({}) in one ```cuda block.\n",
                    body ? "body of kbrl_forward" : "candidate file", task.id, task.name);
   return p;

@@ -42,6 +42,9 @@ struct PromptOptions {
   SystemPrompt system = SystemPrompt::reasoning;
   std::optional<PromptFeedback> feedback;    // SDPO teacher: the rollout's execution feedback
   std::optional<std::string> demonstration;  // SDPO teacher: a correct solution from the batch
+  /// SDPO teacher: the instruction "Correctly solve the original question." after the sections above
+  /// (report 003, 3.6, item 4): every teacher prompt has it, the prompt-only teacher nothing else.
+  bool resolve = false;
 };
 
 inline constexpr int kMaxPromptShots = 4;

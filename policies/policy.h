@@ -167,7 +167,9 @@ struct UpdateStats {
 class TrainablePolicy : public Policy {
  public:
   /// Per-token log-probs of `tokens` given the task and a teacher context (SDPO's teacher: the
-  /// same network, conditioned on the context). An empty context gives logprob()'s values.
+  /// same network, conditioned on the context). A language model's teacher prompt also asks to
+  /// correctly solve the original question, so an empty context is report 003's prompt-only
+  /// teacher; the schedule policy, which reads no instruction, gives logprob()'s values for it.
   virtual std::vector<std::vector<double>> teacher_logprob(
       const TaskSpec& task, const std::vector<std::vector<int>>& tokens,
       const TeacherContext& context, double temperature = 1.0) = 0;

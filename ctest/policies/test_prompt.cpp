@@ -228,6 +228,14 @@ TEST(Prompt, VersionsNameTheOptions) {
   teacher.demonstration = "// kbrl: scaffold\ny[0] = 0;";
   EXPECT_EQ(build_prompt(task, teacher).version,
             "kbrl-prompt-1/file/shots=0/system=none/feedback/demonstration");
+  // Every SDPO teacher prompt ends by asking to correctly solve the original question (report 003,
+  // 3.6); alone, that is the prompt-only teacher's prompt.
+  PromptOptions prompt_only = with(TextStyle::file, 0, SystemPrompt::none);
+  prompt_only.resolve = true;
+  const Prompt po = build_prompt(task, prompt_only);
+  EXPECT_EQ(po.version, "kbrl-prompt-1/file/shots=0/system=none/teacher");
+  EXPECT_TRUE(contains(po.user, "\nCorrectly solve the original question.\n"));
+  EXPECT_FALSE(contains(build_prompt(task, with(TextStyle::file, 0, SystemPrompt::none)).user, "Correctly solve"));
   EXPECT_TRUE(build_prompt(task).version.starts_with(kPromptTemplateVersion));
 }
 

@@ -249,6 +249,7 @@ std::vector<std::vector<double>> LmPolicy::teacher_logprob(const TaskSpec& task,
                                                            const std::vector<std::vector<int>>& tokens,
                                                            const TeacherContext& context, double temperature) {
   PromptOptions p = options_.prompt;
+  p.resolve = true;  // the teacher's instruction: an empty context is the prompt-only teacher, not the student
   if (context.feedback) {
     PromptFeedback f;
     const auto& fb = *context.feedback;
