@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <string>
 
 #include <unistd.h>
@@ -128,6 +129,28 @@ TEST(ExperimentPrograms, BadEvaluatorSettingsAreRefusedEvenWithoutAnEvaluator) {
   EXPECT_EQ(run(base + " --judge rules --judge-weight -1"), 2);
   EXPECT_FALSE(fs::exists(results / "synthetic" / "tiny" / "base_policy" / "settings.json"));
   EXPECT_EQ(run(base + " --inputs kernelbench"), 0);
+  fs::remove_all(results);
+}
+
+// --seeds replaces the budget's seeds: best-of-N runs each (its samples' runs name them), settings.json
+// records them; a list that is not one of distinct non-negative integers is refused before anything runs.
+TEST(ExperimentPrograms, SeedsAreASetting) {
+  const fs::path results = fs::temp_directory_path() / ("kbrl-test-experiments-seeds-" + std::to_string(::getpid()));
+  fs::remove_all(results);
+  const std::string flags = " --env synthetic --budget tiny --results " + results.string();
+  const fs::path tiny = results / "synthetic" / "tiny";
+  for (const char* bad : {"42,x", "42,-1", "7,7", ",42"})
+    EXPECT_EQ(run(std::string(KBRL_EXPERIMENT) + " base_policy --seeds '" + bad + "'" + flags), 2) << bad;
+  EXPECT_FALSE(fs::exists(tiny / "base_policy" / "settings.json"));
+  ASSERT_EQ(run(std::string(KBRL_EXPERIMENT) + " base_policy" + flags), 0);
+  ASSERT_EQ(run(std::string(KBRL_EXPERIMENT) + " best_of_n --seeds 43,44" + flags), 0);
+  const nlohmann::json settings = nlohmann::json::parse(file_text(tiny / "best_of_n" / "settings.json"));
+  EXPECT_EQ(settings.at("settings").at("seeds"), (nlohmann::json{43, 44}));
+  EXPECT_EQ(settings.at("settings").at("sdpo_seeds"), (nlohmann::json{43, 44}));
+  std::set<std::string> runs;
+  for (const auto& row : testing::read_csv(tiny / "best_of_n" / "samples.csv").rows) runs.insert(row.at("run"));
+  EXPECT_TRUE(runs.count("subset1_seed43") && runs.count("subset1_seed44") && !runs.count("subset1_seed42"))
+      << ::testing::PrintToString(runs);
   fs::remove_all(results);
 }
 

@@ -1,5 +1,6 @@
 #include "experiment.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -95,6 +96,30 @@ ExperimentBudget experiment_budget(const std::string& name) {
     return b;
   }
   throw InputError(fmt::format("unknown budget '{}' (smoke, paper, tiny, llm-cpu)", name));
+}
+
+ExperimentBudget with_seeds(ExperimentBudget b, const std::string& list) {
+  std::vector<uint64_t> seeds;
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    size_t used = 0;
+    uint64_t seed = 0;
+    try {
+      seed = std::stoull(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    KBRL_CHECK_INPUT(!item.empty() && used == item.size() && item.find('-') == std::string::npos,
+                     "--seeds {}: '{}' is not a seed (a non-negative integer; e.g. --seeds 42,43,44)", list, item);
+    KBRL_CHECK_INPUT(std::find(seeds.begin(), seeds.end(), seed) == seeds.end(),
+                     "--seeds {}: seed {} is given twice", list, seed);
+    seeds.push_back(seed);
+  }
+  KBRL_CHECK_INPUT(!seeds.empty(), "--seeds names no seed (e.g. --seeds 42,43,44)");
+  b.seeds = seeds;
+  b.sdpo_seeds = seeds;
+  return b;
 }
 
 ExperimentBudget language_model_budget(ExperimentBudget b) {

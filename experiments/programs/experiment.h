@@ -36,6 +36,9 @@ struct ExperimentBudget {
   std::vector<int> train_tasks;  // empty: the train split (covered tasks)
   // search
   int bon_k = 64;
+  // The runs' seeds: best-of-N, selection and self-improvement run each; the single-seed experiments
+  // (TTT batched and isolated, the probe, robustness, transfer, lr_sweep, ablations, entropy_ttt,
+  // grpo_report's GRPO, policy_sweep) take the first. --seeds replaces them (and sdpo_seeds).
   std::vector<uint64_t> seeds = {42, 43};
   // The sampling temperature. The reports sample their LLM at 0.25 (language_model_budget); the
   // schedule policy's distribution is calibrated at 1 (SFT on a teacher with noise 0.25 per knob),
@@ -89,6 +92,9 @@ struct ExperimentBudget {
 /// with the synthetic environment) or "llm-cpu" (a language model served on a CPU: the sampling
 /// experiments with few samples). Throws InputError naming the budgets.
 ExperimentBudget experiment_budget(const std::string& name);
+/// The budget with --seeds' list (comma-separated, distinct, at least one): its seeds and sdpo_seeds
+/// become that list (so the single-seed experiments take its first). InputError naming the problem.
+ExperimentBudget with_seeds(ExperimentBudget budget, const std::string& list);
 /// The budget for a language model as the policy (--policy lm:... or endpoint:...): the reports'
 /// sampling temperature 0.25 and temperature ablation {0.1, 0.25, 0.4, 0.7}, LoRA rank 16 and
 /// learning rate 1e-5 for RLVR and TTT at paper budget (2e-4 at the smaller budgets, where a few

@@ -44,6 +44,7 @@ struct Options {
   std::string judge;   // "" = the experiment's own (Experiment::judge); none = no judge
   double judge_weight = 0.5;
   std::string scale;  // default: kernelbench (evaluator) or small (synthetic)
+  std::string seeds;  // "" = the budget's; else a comma-separated list (with_seeds)
   std::string policy;  // "" = the schedule policy; lm:MODEL[,...] or endpoint:URL[,...] = a language model
   std::string arch;    // NVRTC target; without a GPU, compile only for it
   std::string samples;  // a samples.csv for selection and length_control (default: best_of_n's)
@@ -99,6 +100,7 @@ int run(const Options& o) {
   ExperimentContext ctx;
   ctx.experiment = experiment.name;
   ctx.budget = experiment_budget(o.budget);
+  if (!o.seeds.empty()) ctx.budget = with_seeds(ctx.budget, o.seeds);
   std::string no_gpu;
   const std::string env_name = resolve_env(o, &no_gpu);
   const bool synthetic = env_name == "synthetic";
@@ -269,6 +271,9 @@ int main(int argc, char** argv) {
                  "Default: none, or the experiment's own (grpo_report: rules)");
   app.add_option("--judge-weight", o.judge_weight, "lambda: reward + lambda * the judge's mean score")
       ->capture_default_str();
+  app.add_option("--seeds", o.seeds,
+                 "the runs' seeds, comma-separated (default: the budget's, 42,43 at paper and 42,43,44 for SDPO): "
+                 "best-of-N, selection, self-improvement and SDPO run each, the other experiments take the first");
   app.add_option("--scale", o.scale, "kernelbench or small (default: kernelbench; small with --env synthetic)");
   app.add_option("--policy", o.policy,
                  "a language model as the policy: lm:MODEL[,key=value...] (in this process, every experiment; "
