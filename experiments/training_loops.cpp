@@ -14,8 +14,9 @@
 namespace kbrl {
 namespace {
 
-/// One update (none for an empty batch); a loss, gradient or KL that is not finite ends the run (the policy's weights are no
-/// longer usable), before the step's row is written, so the CSV holds only sound rows.
+/// One update (none for an empty batch); a loss, gradient or KL that is not finite ends the run
+/// (the policy's weights are no longer usable), before the step's row is written, so the CSV holds
+/// only sound rows.
 UpdateStats finite_update(TrainablePolicy& policy, const std::vector<TrainItem>& batch, const UpdateConfig& update,
                           const std::string& where) {
   if (batch.empty()) return {};  // nothing judged to learn from (every rollout a harness_error)
