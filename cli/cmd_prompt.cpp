@@ -24,6 +24,7 @@ struct PromptCommandOptions {
   std::string system = "reasoning";
   std::string feedback_path;
   std::string demonstration_path;
+  bool teacher = false;
   std::string scale = "kernelbench";
   bool json = false;
 };
@@ -80,6 +81,9 @@ void run_prompt(const PromptCommandOptions& o) {
   if (!o.feedback_path.empty()) options.feedback = read_feedback(o.feedback_path, task.id);
   if (!o.demonstration_path.empty())
     options.demonstration = read_text(o.demonstration_path, "demonstration");
+  // An SDPO teacher's prompt, as LmPolicy::teacher_logprob builds it: the feedback and the
+  // demonstration are teacher parts, and every teacher prompt ends with the instruction.
+  options.resolve = o.teacher || options.feedback || options.demonstration;
   const Prompt prompt = build_prompt(task, options);
   if (o.json) {
     nlohmann::ordered_json j;
@@ -112,6 +116,9 @@ void add_prompt_command(CLI::App& app) {
                   "feedback (SDPO teacher)");
   cmd->add_option("--demonstration", o->demonstration_path,
                   "a file holding a correct solution to show (SDPO teacher)");
+  cmd->add_flag("--teacher", o->teacher,
+                "the SDPO teacher's prompt: ends with 'Correctly solve the original question.' (alone: the "
+                "prompt-only teacher's; implied by --feedback and --demonstration)");
   cmd->add_option("--scale", o->scale, "kernelbench or small")->capture_default_str();
   cmd->add_flag("--json", o->json, "print {\"version\", \"system\", \"user\"} as JSON");
   cmd->callback([o] { run_prompt(*o); });

@@ -93,9 +93,13 @@ TEST(CliPrompt, FeedbackFromTheFirstRecordOfALog) {
   }
   auto r = run_cli("prompt --task 19 --feedback " + path);
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_NE(r.output.find("/feedback\n"), std::string::npos);
+  EXPECT_NE(r.output.find("/feedback/teacher\n"), std::string::npos);  // a teacher's prompt, as SDPO builds it
+  EXPECT_NE(r.output.find("\nCorrectly solve the original question.\n"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("outcome: compile_error"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("kbrl_model.cu(4): error: identifier \"yy\" is undefined"), std::string::npos);
+  auto prompt_only = run_cli("prompt --task 19 --teacher");
+  EXPECT_EQ(prompt_only.output.substr(0, prompt_only.output.find('\n')),
+            "kbrl-prompt-1/body/shots=1/system=reasoning/teacher");
   auto other_task = run_cli("prompt --task 20 --feedback " + path);
   EXPECT_EQ(other_task.status, 2);
   EXPECT_NE(other_task.output.find("the record is of task 19, not of task 20"), std::string::npos);
