@@ -11,14 +11,15 @@ target_compile_definitions(test_lm_llm PRIVATE KBRL_LLM_URL_FILE="${KBRL_LLM_STA
   KBRL_WRITER_ADAPTER="${PROJECT_SOURCE_DIR}/results/h100-80gb-hbm3/lm-writer-smollm2/run4/sft_corpus/adapter.pt")
 set_tests_properties(test_lm_llm PROPERTIES FIXTURES_REQUIRED llama_server
   SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\] [0-9]+ tests?[.,]")
-# The committed writer adapter writing kernels on the CPU: greedy answers to two eval-split tasks,
-# compiled for sm_90 (no server; 2.5-4 minutes of one core): started early beside the server's chain
-# (its COST), not last, where it lengthened the test command by its own time.
+# The committed writer adapter writing kernels on the CPU: a greedy answer to an eval-split task,
+# compiled for sm_90 (no server; about 1.5 minutes of one core, one thread, since CI's other core
+# runs the server's tests): started early beside the server's chain (its COST), not last.
 add_test(NAME llm_writer_smoke
   COMMAND bash ${PROJECT_SOURCE_DIR}/ctest/with_budget.sh 580 bash ${PROJECT_SOURCE_DIR}/ctest/llm/writer_smoke.sh
           $<TARGET_FILE:kbrl> ${PROJECT_SOURCE_DIR}/results/h100-80gb-hbm3/lm-writer-smollm2/run4/sft_corpus/adapter.pt
           ${CMAKE_BINARY_DIR}/results-llm/writer_smoke)
-set_tests_properties(llm_writer_smoke PROPERTIES LABELS llm TIMEOUT 600 SKIP_RETURN_CODE 77 COST ${KBRL_LLM_CHAIN_COST})
+set_tests_properties(llm_writer_smoke PROPERTIES LABELS llm TIMEOUT 600 SKIP_RETURN_CODE 77 COST ${KBRL_LLM_CHAIN_COST}
+  ENVIRONMENT OMP_NUM_THREADS=1)
 # Sampling and training tokens/s of the model in the process, next to llama-server's (bench label).
 kbrl_add_benchmark(NAME bench_lm SOURCES bench_lm.cpp LIBS kbrl::lm kbrl::reference kbrl_testing)
 if(TARGET bench_lm)
