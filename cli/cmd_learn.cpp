@@ -243,7 +243,9 @@ void add_ttt_command(CLI::App& app) {
                       {"--steps", "steps", "updates (steps + 1 evaluated steps)"},
                       {"--temperature", "temperature", "sampling temperature"},
                       {"--update", "update", "grpo or sdpo"},
-                      {"--teacher", "teacher", "SDPO teacher: feedback (a correct sample of the batch and the rollout's feedback) or prompt_only (neither)"},
+                      {"--teacher", "teacher",
+                       "SDPO teacher: feedback (a correct sample of the batch and the rollout's feedback) or "
+                       "prompt_only (neither)"},
                       {"--patience", "patience", "early stopping after N regressions of fast_1 (0: off)"},
                       {"--learning-rate", "learning_rate", "Adam's learning rate"},
                       {"--lora-rank", "lora_rank", "LoRA rank"},

@@ -27,7 +27,7 @@ stats::BootstrapInterval step_interval(const std::vector<Rollout>& rollouts, con
 
 std::vector<schemas::SampleRow> probe_samples(const ExperimentContext& ctx) {
   std::vector<schemas::SampleRow> fixed;
-  const std::string run = fmt::format("subset1_seed{}", ctx.budget.seeds.front());
+  const std::string run = fmt::format("subset1_seed{}", ctx.single_seed());
   for (schemas::SampleRow& r : schemas::read_samples(ctx.input("best_of_n", "samples.csv")))
     if (r.run == run) fixed.push_back(std::move(r));
   KBRL_CHECK_INPUT(fixed.size() >= 8, "{}: best_of_n has {} samples of {}", ctx.experiment, fixed.size(), run);
@@ -124,7 +124,7 @@ void ttt(ExperimentContext& ctx) {
   CsvTable steps(ctx.dir / "ttt_steps.csv", schemas::training_steps());
   CsvTable tasks(ctx.dir / "ttt_tasks.csv", schemas::ttt_task_steps());
   auto policy = ctx.load_policy(ctx.base_checkpoint());
-  TttConfig batch_config = ctx.ttt_config(b.subset1, b.seeds.front(), "batch_subset1");
+  TttConfig batch_config = ctx.ttt_config(b.subset1, "batch_subset1");
   batch_config.fresh_k = b.ttt_k;  // BoA's step also scored on samples it was not chosen by
   const TttResult batch = run_ttt(*policy, *ctx.env, batch_config, &steps, &tasks, {}, ctx.progress);
   // Per-task isolated TTT: each task alone, a fresh adapter from the same checkpoint.
@@ -134,7 +134,7 @@ void ttt(ExperimentContext& ctx) {
   for (int id : b.subset1) {
     auto p = ctx.load_policy(ctx.base_checkpoint());
     const std::string run = fmt::format("isolated_task{}", id);
-    runs.emplace_back(run, run_ttt(*p, *ctx.env, ctx.ttt_config({id}, b.seeds.front(), run), &iso_steps, &iso_tasks, {},
+    runs.emplace_back(run, run_ttt(*p, *ctx.env, ctx.ttt_config({id}, run), &iso_steps, &iso_tasks, {},
                                    ctx.progress));
   }
   // The report's early stopping (stop after P consecutive regressions of fast_1) at P = 1, applied
@@ -188,7 +188,7 @@ void oversharpening(ExperimentContext& ctx) {
   // A TTT trajectory on subset 1 with every step's adapter kept.
   const auto adapters = ctx.dir / "adapters";
   auto policy = ctx.load_policy(ctx.base_checkpoint());
-  TttConfig c = ctx.ttt_config(b.subset1, b.seeds.front(), "probe_subset1");
+  TttConfig c = ctx.ttt_config(b.subset1, "probe_subset1");
   c.steps = b.probe_steps;
   CsvTable steps(ctx.dir / "probe_ttt_steps.csv", schemas::training_steps());
   run_ttt(*policy, *ctx.env, c, &steps, nullptr, adapters, ctx.progress);
@@ -229,7 +229,7 @@ void robustness(ExperimentContext& ctx) {
   for (const auto& [subset, tasks] : {std::pair{std::string("subset1"), b.subset1}, std::pair{std::string("subset2"), b.subset2}}) {
     const std::map<int, FastRates> bon = bon_fast_by_task(ctx, subset);
     auto policy = ctx.load_policy(ctx.base_checkpoint());
-    TttConfig c = ctx.ttt_config(tasks, b.seeds.front(), "boa_" + subset);
+    TttConfig c = ctx.ttt_config(tasks, "boa_" + subset);
     c.steps = 1;  // the report compares BoA step 1
     const TttResult r = run_ttt(*policy, *ctx.env, c, &steps, nullptr, {}, ctx.progress);
     // Per task, then the report's aggregates: the subset's mean, and the means of the two regimes of
@@ -286,7 +286,7 @@ void transfer(ExperimentContext& ctx) {
     const auto base_rollouts = sample_and_evaluate(ctx, *base, ctx.policy_label("rlvr"), subsets[to].second, b.ttt_k,
                                                    b.temperature, 7, nullptr, "transfer_base");
     auto adapted = ctx.load_policy(ctx.base_checkpoint());
-    run_ttt(*adapted, *ctx.env, ctx.ttt_config(subsets[from].second, b.seeds.front(), "adapt_" + subsets[from].first), &steps,
+    run_ttt(*adapted, *ctx.env, ctx.ttt_config(subsets[from].second, "adapt_" + subsets[from].first), &steps,
             nullptr, {}, ctx.progress);  // leaves the BoA adapter loaded
     const auto adapted_rollouts = sample_and_evaluate(ctx, *adapted, ctx.policy_label("ttt"), subsets[to].second, b.ttt_k,
                                                       b.temperature, 7, nullptr, "transfer_adapted");
@@ -326,7 +326,7 @@ void lr_sweep(ExperimentContext& ctx) {
   CsvTable runs(ctx.dir / "lr_sweep.csv", schemas::adaptation_runs());
   for (double factor : b.lr_factors) {
     auto policy = ctx.load_policy(ctx.base_checkpoint());
-    TttConfig c = ctx.ttt_config(b.subset1, b.seeds.front(), "");
+    TttConfig c = ctx.ttt_config(b.subset1, "");
     c.optimizer.learning_rate = b.ttt_learning_rate * factor;
     c.run = fmt::format("lr={}", cell(c.optimizer.learning_rate));
     const TttResult r = run_ttt(*policy, *ctx.env, c, &steps, nullptr, {}, ctx.progress);

@@ -137,19 +137,19 @@ void ablations(ExperimentContext& ctx) {
                    cell(final_sig / n), cell(correct / n), "", cell(rollouts), cell(tokens), "0", "", ""});
   };
   for (int s : b.ablation_steps) {
-    TttConfig c = ctx.ttt_config(b.subset1, b.seeds.front(), "");
+    TttConfig c = ctx.ttt_config(b.subset1, "");
     c.steps = s;
     run("ttt_steps", cell(s), c, ctx.base_checkpoint());
   }
   for (int k : b.ablation_k) {
-    TttConfig c = ctx.ttt_config(b.subset1, b.seeds.front(), "");
+    TttConfig c = ctx.ttt_config(b.subset1, "");
     c.k = k;
     run("k", cell(k), c, ctx.base_checkpoint());
   }
-  run("start", "sft_without_rlvr", ctx.ttt_config(b.subset1, b.seeds.front(), ""), ctx.sft_checkpoint());
-  run("start", "rlvr", ctx.ttt_config(b.subset1, b.seeds.front(), ""), ctx.base_checkpoint());
+  run("start", "sft_without_rlvr", ctx.ttt_config(b.subset1, ""), ctx.sft_checkpoint());
+  run("start", "rlvr", ctx.ttt_config(b.subset1, ""), ctx.base_checkpoint());
   for (double t : b.ablation_temperatures) {
-    TttConfig c = ctx.ttt_config(b.subset1, b.seeds.front(), "");
+    TttConfig c = ctx.ttt_config(b.subset1, "");
     c.temperature = t;
     run("temperature", cell(t), c, ctx.base_checkpoint());
   }

@@ -24,7 +24,7 @@ void entropy_ttt(ExperimentContext& ctx) {
   CsvTable rho(ctx.dir / "entropy_rho.csv", schemas::entropy_rho());
   for (double coef : b.entropy_coefs) {
     auto policy = ctx.load_policy(ctx.base_checkpoint());
-    TttConfig c = ctx.ttt_config(b.subset1, b.seeds.front(), fmt::format("entropy_coef={}", cell(coef)));
+    TttConfig c = ctx.ttt_config(b.subset1, fmt::format("entropy_coef={}", cell(coef)));
     c.steps = b.probe_steps;
     c.grpo.update.entropy_coef = coef;
     const auto adapters = ctx.dir / fmt::format("adapters_entropy_{}", cell(coef));

@@ -81,7 +81,7 @@ std::vector<std::vector<Rollout>> model_sweep_row(ExperimentContext& ctx, const 
                                                   Policy& policy, const std::string& label, CsvTable& samples,
                                                   CsvTable& by_task, CsvTable& table, int k, double temperature,
                                                   const std::string& run) {
-  const auto per_task = sample_and_evaluate(ctx, policy, label, tasks, k, temperature, ctx.budget.seeds.front(), &samples, run);
+  const auto per_task = sample_and_evaluate(ctx, policy, label, tasks, k, temperature, ctx.single_seed(), &samples, run);
   int first_compiled = 0, first_correct = 0, format_errors = 0, compiled = 0, correct = 0, rollouts = 0;
   const bool checked = !ctx.compile_only;
   double runtime_sum = 0, tokens = 0;
@@ -251,7 +251,7 @@ void grpo_report(ExperimentContext& ctx) {
   c.grpo.update.aggregation = Aggregation::token_mean;
   c.grpo.update.kl_coef = 0.0;
   c.checkpoint_every = 0;
-  c.seed = b.seeds.front();
+  c.seed = ctx.single_seed();
   c.run = "grpo";
   CsvTable grpo_steps(ctx.dir / "grpo_steps.csv", schemas::training_steps());
   run_rlvr(*policy, *ctx.env, c, &grpo_steps, {}, ctx.progress);

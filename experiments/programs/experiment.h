@@ -152,6 +152,12 @@ struct ExperimentContext {
   }
   /// A TTT configuration with this budget's settings for `tasks`.
   TttConfig ttt_config(const std::vector<int>& tasks, uint64_t seed, const std::string& run) const;
+  /// The seed of a single-seed experiment: the first of the budget's seeds (--seeds).
+  uint64_t single_seed() const { return budget.seeds.front(); }
+  /// ttt_config with single_seed(): the experiments that run one seed.
+  TttConfig ttt_config(const std::vector<int>& tasks, const std::string& run) const {
+    return ttt_config(tasks, single_seed(), run);
+  }
 };
 
 struct Experiment {
