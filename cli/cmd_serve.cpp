@@ -15,6 +15,7 @@
 #include <harness/gpu/gpu_session.h>
 #include <serve/client.h>
 #include <serve/scheduler.h>
+#include <serve/local_server.h>
 #include <serve/server.h>
 
 namespace kbrl::cli {
@@ -37,33 +38,6 @@ struct ServeCommandOptions {
   EvalFlags flags;
 };
 
-/// "all" (every visible GPU) or "0,1,...".
-std::vector<int> parse_gpus(const std::string& text, bool compile_only) {
-  if (text == "all") {
-    if (compile_only) return {0};
-    std::string why;
-    KBRL_CHECK_INPUT(gpu_available(&why), "--gpus all: no GPU ({}); on a machine without one use --compile-only", why);
-    std::vector<int> all(static_cast<size_t>(cuda::driver_status().device_count));
-    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
-    return all;
-  }
-  std::vector<int> gpus;
-  std::stringstream in(text);
-  std::string part;
-  while (std::getline(in, part, ',')) {
-    size_t used = 0;
-    int device = -1;
-    try {
-      device = std::stoi(part, &used);
-    } catch (const std::exception&) {
-    }
-    KBRL_CHECK_INPUT(used == part.size() && device >= 0, "--gpus {}: expected 'all' or device indices like 0,1", text);
-    gpus.push_back(device);
-  }
-  KBRL_CHECK_INPUT(!gpus.empty(), "--gpus is empty");
-  return gpus;
-}
-
 void run_serve(const ServeCommandOptions& o) {
   KBRL_CHECK_INPUT(o.port >= 0 && o.port <= 65535, "--port {} is not a port", o.port);
   KBRL_CHECK_INPUT(!o.device_given, "--device {}: kbrl serve picks its GPUs with --gpus (e.g. --gpus {})",
@@ -82,7 +56,7 @@ void run_serve(const ServeCommandOptions& o) {
     if (settings.arch.empty()) settings.arch = "sm_90";
   }
   serving::SchedulerOptions scheduling;
-  scheduling.gpus = parse_gpus(o.gpus, o.compile_only);
+  scheduling.gpus = serving::parse_gpu_list(o.gpus, o.compile_only);
   scheduling.max_queue = o.max_queue;
   scheduling.batch = o.batch;
   scheduling.client_batch = o.client_batch;

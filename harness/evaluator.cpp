@@ -224,6 +224,27 @@ std::vector<EvalRecord> Evaluator::evaluate_all(const std::vector<Candidate>& ca
 std::vector<EvalRecord> Evaluator::evaluate_all(const std::vector<KeyedCandidate>& candidates,
                                                 const std::optional<std::string>& policy,
                                                 const std::vector<std::pair<std::string, ActionInfo>>& actions) {
+  std::vector<std::optional<EvalRecord>> out(candidates.size());
+  run_in_order(
+      candidates, [&](size_t i, const EvalRecord& r) { out[i] = r; }, {}, policy, actions);
+  std::vector<EvalRecord> records;
+  records.reserve(candidates.size());
+  for (auto& r : out) records.push_back(std::move(*r));
+  return records;
+}
+
+std::vector<size_t> Evaluator::evaluate_each(const std::vector<KeyedCandidate>& candidates,
+                                             const std::function<void(size_t, const EvalRecord&)>& on_record,
+                                             const std::function<bool()>& go_on,
+                                             const std::vector<std::pair<std::string, ActionInfo>>& actions) {
+  return run_in_order(candidates, on_record, go_on, std::nullopt, actions);
+}
+
+std::vector<size_t> Evaluator::run_in_order(const std::vector<KeyedCandidate>& candidates,
+                                            const std::function<void(size_t, const EvalRecord&)>& on_record,
+                                            const std::function<bool()>& go_on,
+                                            const std::optional<std::string>& policy,
+                                            const std::vector<std::pair<std::string, ActionInfo>>& actions) {
   KBRL_ASSERT(actions.empty() || actions.size() == candidates.size(), "{} actions for {} candidates",
               actions.size(), candidates.size());
   std::map<int, TaskSpec> specs;  // each task looked up once; an unknown one is bad input before any work
@@ -236,8 +257,8 @@ std::vector<EvalRecord> Evaluator::evaluate_all(const std::vector<KeyedCandidate
     impl_->pool = std::make_unique<CompilePool>(settings_.compile_threads, impl_->compile_options,
                                                 impl_->cache.get());
   }
-  // One record per candidate, in order: logged ones from the log (resume), each distinct key
-  // evaluated once (a repeat gets the first one's record).
+  // Logged candidates get their records from the log (resume), each distinct key is evaluated once
+  // (a repeat gets the first one's record), all compiles are queued before the first check.
   std::vector<std::optional<EvalRecord>> out(candidates.size());
   std::vector<size_t> todo;
   std::map<std::string, size_t> first_of;  // key -> index of its first candidate
@@ -253,18 +274,28 @@ std::vector<EvalRecord> Evaluator::evaluate_all(const std::vector<KeyedCandidate
     todo.push_back(i);
     compiles.push_back(impl_->pool->submit(candidates[i].candidate));
   }
-  for (size_t k = 0; k < todo.size(); ++k) {
-    const KeyedCandidate& c = candidates[todo[k]];
-    const TaskSpec& spec = specs.at(c.candidate.task_id);
-    out[todo[k]] = actions.empty() ? finish(spec, c, compiles[k].get(), {}, policy)
-                                   : finish(spec, c, compiles[k].get(), actions[todo[k]].first, policy,
-                                            actions[todo[k]].second);
-  }
-  std::vector<EvalRecord> records;
-  records.reserve(candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i)
-    records.push_back(out[i] ? *out[i] : *out[first_of.at(candidates[i].key)]);
-  return records;
+    if (out[i]) on_record(i, *out[i]);
+  size_t k = 0;
+  for (; k < todo.size(); ++k) {
+    if (k > 0 && go_on && !go_on()) break;
+    const size_t i = todo[k];
+    const KeyedCandidate& c = candidates[i];
+    const TaskSpec& spec = specs.at(c.candidate.task_id);
+    out[i] = actions.empty() ? finish(spec, c, compiles[k].get(), {}, policy)
+                             : finish(spec, c, compiles[k].get(), actions[i].first, policy, actions[i].second);
+    on_record(i, *out[i]);
+  }
+  std::vector<size_t> left;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (out[i]) continue;
+    const size_t first = first_of.at(candidates[i].key);
+    if (first != i && out[first])
+      on_record(i, *out[first]);
+    else
+      left.push_back(i);
+  }
+  return left;
 }
 
 EvalRecord Evaluator::finish(const TaskSpec& spec, const KeyedCandidate& keyed_candidate,

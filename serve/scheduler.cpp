@@ -51,6 +51,7 @@ struct Scheduler::Gpu {
   int64_t retired_restarts = 0;  // of evaluators closed
   std::atomic<int64_t> restart_count{0};  // restarts(), published by the dispatcher for /metrics
   std::string state = "starting", state_detail;  // readiness (GpuState); the scheduler's mutex_ guards them
+  Clock::time_point down_until;  // while down: no items before then while another GPU is not down
 
   Evaluator& evaluator(const PreparedItem& item, RolloutLog* log, size_t keep) {
     for (auto it = evaluators.begin(); it != evaluators.end(); ++it) {
@@ -164,8 +165,12 @@ bool Scheduler::ready() const {
 
 void Scheduler::set_state(Gpu& gpu, std::string state, std::string detail) {
   std::lock_guard lock(mutex_);
+  if (state == "down" && gpu.state != "down")  // found down at start-up: the others go first a while
+    gpu.down_until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(options_.down_retry_seconds));
   gpu.state = std::move(state);
   gpu.state_detail = std::move(detail);
+  work_.notify_all();  // a GPU going down lets resting ones take items when none else can
 }
 
 void Scheduler::start_worker(Gpu& gpu) {
@@ -182,8 +187,18 @@ void Scheduler::start_worker(Gpu& gpu) {
 }
 
 std::vector<Scheduler::Entry> Scheduler::take_batch(std::unique_lock<std::mutex>&) {
+  // At most an even share of what is queued among the GPUs that are not down, so that the last
+  // items of a large job spread over the GPUs instead of waiting in one GPU's batch.
+  const size_t up = std::max<size_t>(1, static_cast<size_t>(std::count_if(
+                                            gpus_.begin(), gpus_.end(), [](const auto& g) { return g->state != "down"; })));
+  const size_t batch = std::min(options_.batch, (queued_ + up - 1) / up);
   const size_t per_client = options_.client_batch > 0 ? options_.client_batch : options_.batch;
-  return take_fair_batch(queues_, next_client_, queued_, options_.batch, per_client);
+  return take_fair_batch(queues_, next_client_, queued_, batch, per_client);
+}
+
+bool Scheduler::resting(const Gpu& gpu) const {
+  if (gpu.state != "down" || Clock::now() >= gpu.down_until) return false;
+  return std::any_of(gpus_.begin(), gpus_.end(), [&](const auto& g) { return g.get() != &gpu && g->state != "down"; });
 }
 
 void Scheduler::dispatch(Gpu& gpu) {
@@ -192,9 +207,24 @@ void Scheduler::dispatch(Gpu& gpu) {
     std::vector<Entry> batch;
     {
       std::unique_lock lock(mutex_);
-      work_.wait(lock, [this] { return stopping_ || queued_ > 0; });
-      if (queued_ == 0) return;  // stopping, nothing left
-      batch = take_batch(lock);
+      for (;;) {
+        if (queued_ == 0 && stopping_) {
+          work_.notify_all();  // a resting dispatcher may wait on the queue this one emptied
+          return;
+        }
+        if (queued_ > 0 && !resting(gpu)) break;
+        if (queued_ > 0) {
+          work_.wait_until(lock, gpu.down_until);
+        } else {
+          // A dispatcher running a batch gives the items it has not started to an idle GPU that is up.
+          const bool counted = gpu.state != "down";
+          idle_ += counted;
+          work_.wait(lock);
+          idle_ -= counted;
+        }
+      }
+      // A GPU that is down tries one item: the others do not wait on a batch it may fail again.
+      batch = gpu.state == "down" ? take_fair_batch(queues_, next_client_, queued_, 1, 1) : take_batch(lock);
       running_ += batch.size();
       const auto now = Clock::now();
       for (const Entry& e : batch) metrics_.queue_wait.observe(std::chrono::duration<double>(now - e.queued_at).count());
@@ -213,7 +243,7 @@ void Scheduler::count_answered(Outcome outcome, int64_t n) {
 }
 
 void Scheduler::answer(const std::string& key, const EvalRecord& record) {
-  std::vector<Waiter> waiters;
+  std::vector<Entry> waiters;
   {
     std::lock_guard lock(mutex_);
     auto it = in_flight_.find(key);
@@ -225,7 +255,18 @@ void Scheduler::answer(const std::string& key, const EvalRecord& record) {
     count_answered(record.outcome, static_cast<int64_t>(waiters.size()));
     metrics_.deduplicated += waiters.empty() ? 0 : static_cast<int64_t>(waiters.size()) - 1;
   }
-  for (const Waiter& w : waiters) w.job->complete(w.index, record);
+  for (const Entry& w : waiters) w.job->complete(w.index, record);
+}
+
+void Scheduler::requeue(std::vector<Entry> entries) {
+  // mutex_ held. Back to the front, in their order: they were taken first.
+  for (auto e = entries.rbegin(); e != entries.rend(); ++e) {
+    if (e->job->finished()) continue;
+    queues_[e->job->client()].push_front(std::move(*e));
+    ++queued_;
+    ++metrics_.requeued;
+  }
+  work_.notify_all();
 }
 
 void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
@@ -239,18 +280,20 @@ void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
     if (fresh) order.push_back(e.item->settings_id);
     it->second.push_back(&e);
   }
-  for (const std::string& id : order) {
-    std::vector<Entry*>& group = groups[id];
-    std::vector<std::string> leading;  // keys this dispatcher evaluates (waiters may join them)
+  for (size_t g = 0; g < order.size(); ++g) {
+    std::vector<Entry*>& group = groups[order[g]];
+    std::vector<std::string> leading;  // keys this dispatcher evaluates (other entries may join them)
+    size_t handled = 0;                // entries of the group answered, joined or leading
     try {
       Evaluator& evaluator = gpu.evaluator(*group.front()->item, log_.get(), options_.evaluators_per_gpu);
       std::vector<KeyedCandidate> todo;
       std::vector<std::pair<std::string, ActionInfo>> actions;
-      for (Entry* e : group) {
+      for (; handled < group.size(); ++handled) {
+        Entry* e = group[handled];
         const PreparedItem& item = *e->item;
         if (!item.candidate) {
           const EvalRecord record = evaluator.format_error(item.task_id, item.raw_action, item.action, item.format_error,
-                                                                std::nullopt, item.failure);
+                                                           std::nullopt, item.failure);
           {
             std::lock_guard lock(mutex_);
             count_answered(record.outcome, 1);
@@ -266,10 +309,10 @@ void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
             count_answered(known->outcome, 1);
             metrics_.deduplicated += 1;
           } else if (auto f = in_flight_.find(keyed.key); f != in_flight_.end()) {
-            f->second.push_back({e->job, e->index});  // answered with the one in flight
+            f->second.push_back(*e);  // answered with the one in flight
             continue;
           } else {
-            in_flight_[keyed.key].push_back({e->job, e->index});
+            in_flight_[keyed.key].push_back(*e);
             leading.push_back(keyed.key);
           }
         }
@@ -281,38 +324,76 @@ void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
         actions.emplace_back(item.raw_action, item.action);
       }
       if (todo.empty()) continue;
-      const auto start = Clock::now();
-      const std::vector<EvalRecord> records = evaluator.evaluate_all(todo, std::nullopt, actions);
-      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-      {
+      // The later groups of this batch and this group's items not started go back to the queue
+      // when it is empty and another GPU waits for work (never with one GPU: none waits then).
+      const auto others_wait = [&] {
         std::lock_guard lock(mutex_);
-        metrics_.gpu_seconds += seconds;
-        for (const EvalRecord& r : records) {
-          metrics_.compile_seconds += r.compile.seconds;
-          metrics_.kernel_seconds += kernel_seconds(r);
-        }
-      }
-      for (size_t i = 0; i < records.size(); ++i) answer(todo[i].key, records[i]);
+        return queued_ == 0 && idle_ > 0;
+      };
+      const auto start = Clock::now();
+      const std::vector<size_t> left = evaluator.evaluate_each(
+          todo,
+          [&](size_t i, const EvalRecord& r) {
+            {
+              std::lock_guard lock(mutex_);
+              metrics_.compile_seconds += r.compile.seconds;
+              metrics_.kernel_seconds += kernel_seconds(r);
+            }
+            answer(todo[i].key, r);
+          },
+          [&] { return !others_wait(); }, actions);
+      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
       leading.clear();
       set_state(gpu, "up");
+      std::lock_guard lock(mutex_);
+      metrics_.gpu_seconds += seconds;
+      if (left.empty()) continue;
+      std::vector<Entry> back;
+      for (size_t i : left) {
+        auto it = in_flight_.find(todo[i].key);
+        if (it == in_flight_.end()) continue;
+        for (Entry& w : it->second) back.push_back(std::move(w));
+        in_flight_.erase(it);
+      }
+      for (size_t later = g + 1; later < order.size(); ++later)
+        for (Entry* e : groups[order[later]]) back.push_back(std::move(*e));
+      requeue(std::move(back));
+      return;
     } catch (const std::exception& e) {
-      // A fault of the harness or the machine: the group's jobs (and whoever waits on its keys)
-      // fail with a retryable error; nothing is recorded as the candidates' outcome.
+      // A fault of the harness or the machine: the items go back to the queue while another GPU is
+      // not down and some GPU has not failed them; the others' jobs (and whoever waits on their
+      // keys) fail with a retryable error. Nothing is recorded as the candidates' outcome.
       const ApiError error = worker_lost(gpu.device, e.what());
-      set_state(gpu, "down", e.what());
-      std::vector<Waiter> waiters;
+      std::vector<Entry> held;
+      for (const std::string& key : leading) {
+        std::lock_guard lock(mutex_);
+        auto it = in_flight_.find(key);
+        if (it == in_flight_.end()) continue;
+        for (Entry& w : it->second) held.push_back(std::move(w));
+        in_flight_.erase(it);
+      }
+      for (size_t i = handled; i < group.size(); ++i) held.push_back(*group[i]);
+      std::vector<std::shared_ptr<Job>> failed;
       {
         std::lock_guard lock(mutex_);
-        for (const std::string& key : leading) {
-          auto it = in_flight_.find(key);
-          if (it == in_flight_.end()) continue;
-          for (Waiter& w : it->second) waiters.push_back(std::move(w));
-          in_flight_.erase(it);
+        gpu.state = "down";
+        gpu.state_detail = e.what();
+        gpu.down_until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                            std::chrono::duration<double>(options_.down_retry_seconds));
+        const size_t others_up = static_cast<size_t>(std::count_if(
+            gpus_.begin(), gpus_.end(), [&](const auto& other) { return other.get() != &gpu && other->state != "down"; }));
+        std::vector<Entry> back;
+        for (Entry& h : held) {
+          if (std::find(h.lost_on.begin(), h.lost_on.end(), gpu.device) == h.lost_on.end()) h.lost_on.push_back(gpu.device);
+          if (others_up > 0 && h.lost_on.size() < gpus_.size())
+            back.push_back(std::move(h));
+          else
+            failed.push_back(h.job);
         }
-        metrics_.jobs_failed += 1;
+        requeue(std::move(back));
+        if (!failed.empty()) metrics_.jobs_failed += 1;
       }
-      for (Entry* entry : group) entry->job->fail(error);
-      for (const Waiter& w : waiters) w.job->fail(error);
+      for (const auto& job : failed) job->fail(error);
     }
   }
 }

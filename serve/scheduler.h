@@ -2,8 +2,12 @@
 // The scheduler of `kbrl serve`: a bounded queue of evaluation items shared fairly between
 // clients, one dispatcher thread per GPU that owns that GPU's Evaluators (one worker process each,
 // compilation on the evaluator's thread pool), identical items (same record key) evaluated once
-// and answered to every waiter, and a drain on shutdown. Infrastructure failures (a worker that
-// cannot start, the GPU gone, shutting down) fail a job with a retryable ApiError, never a record.
+// and answered to every waiter, and a drain on shutdown. With several GPUs no GPU holds items the
+// others could run: a dispatcher gives the items of its batch it has not started back to the queue
+// when the queue is empty and another GPU waits, and the items of a GPU whose worker fails go back
+// to the queue for the others (until every GPU has failed it). Infrastructure failures that leave
+// no GPU to run an item (a worker that cannot start, the GPU gone, shutting down) fail its job with
+// a retryable ApiError, never a record.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -42,6 +46,9 @@ struct SchedulerOptions {
   size_t recent_records = 4096;   // records kept in memory to answer repeated items
   size_t recent_record_bytes = 128u << 20;  // ... and their bytes at most
   size_t kept_job_bytes = 128u << 20;  // finished async jobs' records kept for polling (oldest dropped)
+  /// A GPU whose worker failed takes no items for this long while another GPU is not down, then
+  /// one item at a time until one succeeds (its worker back up).
+  double down_retry_seconds = 30;
 };
 
 /// One GPU's worker as readiness sees it: `starting` until its dispatcher has started the worker
@@ -66,6 +73,7 @@ struct SchedulerMetrics {
   double kernel_seconds = 0;  // timed runs of the candidates and their paired references
   int64_t worker_restarts = 0;
   int64_t jobs_failed = 0;
+  int64_t requeued = 0;  // items given back to the queue: not started while another GPU waited, or a GPU lost
   size_t gpus = 0;
   size_t kept_job_bytes = 0;       // finished async jobs' records kept for polling
   size_t recent_record_bytes = 0;  // records kept to answer repeated items
@@ -117,10 +125,7 @@ class Scheduler {
     size_t index = 0;
     std::shared_ptr<const PreparedItem> item;
     std::chrono::steady_clock::time_point queued_at;
-  };
-  struct Waiter {
-    std::shared_ptr<Job> job;
-    size_t index = 0;
+    std::vector<int> lost_on;  // the GPUs whose worker failed while holding this item
   };
   struct Gpu;
 
@@ -130,6 +135,10 @@ class Scheduler {
   void set_state(Gpu& gpu, std::string state, std::string detail = {});
   void run_batch(Gpu& gpu, std::vector<Entry> batch);
   void answer(const std::string& key, const EvalRecord& record);
+  /// Puts entries back at the front of their clients' queues, in order (mutex_ held).
+  void requeue(std::vector<Entry> entries);
+  /// Whether `gpu` is down and waits before its next try while another GPU is not down (mutex_ held).
+  bool resting(const Gpu& gpu) const;
   void count_answered(Outcome outcome, int64_t n);  // records answered, for /metrics
 
   EvalSettings defaults_;
@@ -145,7 +154,8 @@ class Scheduler {
   size_t running_ = 0;
   bool stopping_ = false;
   std::atomic<bool> draining_{false};
-  std::unordered_map<std::string, std::vector<Waiter>> in_flight_;  // record key -> waiters
+  size_t idle_ = 0;  // dispatchers waiting for items (not resting)
+  std::unordered_map<std::string, std::vector<Entry>> in_flight_;  // record key -> the entries it answers
   RecentRecords recent_;
   JobStore jobs_;
   SchedulerMetrics metrics_;

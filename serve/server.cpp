@@ -75,7 +75,7 @@ struct Server::Impl {
 
   class Session;
   void accept();
-  void request_stop(bool hand_back);
+  void request_stop(bool hand_back, bool announce);  // announce: say so on stderr (a signal)
   void join_drainer() {
   std::lock_guard lock(drainer_mutex);
     if (drainer.joinable()) drainer.join();
@@ -296,12 +296,14 @@ void Server::Impl::accept() {
   });
 }
 
-void Server::Impl::request_stop(bool hand_back) {
+void Server::Impl::request_stop(bool hand_back, bool announce) {
   const int n = ++stop_requests;
   if (n == 1 && !hand_back) {
-    std::fprintf(stderr, "kbrl serve: draining: no new jobs; answering what is queued (again to hand it back)\n");
+    if (announce)
+      std::fprintf(stderr, "kbrl serve: draining: no new jobs; answering what is queued (again to hand it back)\n");
   } else {
-    std::fprintf(stderr, "kbrl serve: handing queued items back (503 shutting_down); stopping after the running ones\n");
+    if (announce)
+      std::fprintf(stderr, "kbrl serve: handing queued items back (503 shutting_down); stopping after the running ones\n");
     scheduler.hand_back();
   }
   if (n > 1) return;
@@ -358,7 +360,7 @@ void Server::run(bool handle_signals) {
     impl_->signals.add(SIGTERM);
     std::function<void(beast::error_code, int)> on_signal = [this, &on_signal](beast::error_code ec, int) {
       if (ec) return;
-      impl_->request_stop(false);
+      impl_->request_stop(false, true);
       impl_->signals.async_wait(on_signal);
     };
     impl_->signals.async_wait(on_signal);
@@ -382,6 +384,6 @@ void Server::run(bool handle_signals) {
   impl_->join_drainer();
 }
 
-void Server::stop(bool hand_back) { impl_->request_stop(hand_back); }
+void Server::stop(bool hand_back) { impl_->request_stop(hand_back, false); }
 
 }  // namespace kbrl::serving

@@ -4,6 +4,7 @@
 // the figures render from them when gnuplot is present. --env auto (what `ctest -L experiments`
 // runs) without a GPU takes the synthetic table and says so. The same programs run on a GPU with
 // --env evaluator or auto (label experiments).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -95,6 +96,12 @@ TEST(ExperimentPrograms, EveryExperimentWritesItsTablesOnTheSyntheticEnvironment
   EXPECT_EQ(run(std::string(KBRL_EXPERIMENT) + " ttt --budget tiny" + model), 2);
   EXPECT_EQ(run(std::string(KBRL_EXPERIMENT) + " best_of_n --budget tiny --env synthetic" + model), 2);
   EXPECT_EQ(run(std::string(KBRL_EXPERIMENT) + " best_of_n --budget tiny --policy heuristic"), 2);
+  // --gpus picks the evaluator's GPUs: not with the synthetic table or a server, each GPU once.
+  const std::string bon = std::string(KBRL_EXPERIMENT) + " best_of_n --budget tiny --results " + empty.string();
+  EXPECT_EQ(run(bon + " --env synthetic --gpus 0,1"), 2);
+  EXPECT_EQ(run(bon + " --gpus 0 --evaluator http://127.0.0.1:1"), 2);
+  EXPECT_EQ(run(bon + " --gpus 0,0 --arch sm_90"), 2);
+  EXPECT_EQ(run(bon + " --gpus first --arch sm_90"), 2);
   // A server that is down stops the run with an error (exit 1), not a skip or a success.
   EXPECT_EQ(run(std::string(KBRL_EXPERIMENT) + " best_of_n --budget llm-cpu" + model.substr(0, model.find(" --arch")) +
                 ",retries=0 --arch sm_90 --results " + empty.string()),
@@ -129,6 +136,25 @@ TEST(ExperimentPrograms, BadEvaluatorSettingsAreRefusedEvenWithoutAnEvaluator) {
   EXPECT_EQ(run(base + " --judge rules --judge-weight -1"), 2);
   EXPECT_FALSE(fs::exists(results / "synthetic" / "tiny" / "base_policy" / "settings.json"));
   EXPECT_EQ(run(base + " --inputs kernelbench"), 0);
+  fs::remove_all(results);
+}
+
+// --gpus evaluates through kbrl serve's scheduler inside the experiment's process, one worker per
+// GPU (here compiling only, for sm_90: no GPU needed): settings.json records the GPUs, the records
+// go to the experiment's rollout log, and a rerun gets them back from it (nothing evaluated twice).
+TEST(ExperimentPrograms, GpusEvaluateThroughOneQueueAndTheRunsLog) {
+  const fs::path results = fs::temp_directory_path() / ("kbrl-test-experiments-gpus-" + std::to_string(::getpid()));
+  fs::remove_all(results);
+  const std::string command = std::string(KBRL_EXPERIMENT) + " base_policy --budget tiny --arch sm_90 --gpus 0,1 "
+                              "--results " + results.string();
+  ASSERT_EQ(run(command), 0);
+  const fs::path dir = results / "tiny" / "base_policy";
+  const nlohmann::json settings = nlohmann::json::parse(file_text(dir / "settings.json"));
+  EXPECT_EQ(settings.at("gpus"), (nlohmann::json{0, 1}));
+  const std::string log = file_text(dir / "rollouts.jsonl");
+  EXPECT_GT(std::count(log.begin(), log.end(), '\n'), 0);
+  ASSERT_EQ(run(command), 0);
+  EXPECT_EQ(file_text(dir / "rollouts.jsonl"), log) << "a rerun evaluated again what its log holds";
   fs::remove_all(results);
 }
 

@@ -25,7 +25,7 @@
 #include <kernels/candidate_file.h>
 #include <kbrl/http_client.h>
 #include <reference/task_registry.h>
-#include <serve/server.h>
+#include <serve/local_server.h>
 
 #include "serve_testing.h"
 
@@ -52,27 +52,22 @@ EvalSettings fake_settings() {
 
 /// One server for every case, warmed up (worker started, the source compiled).
 struct Fixture {
-  Scheduler scheduler{fake_settings(), [] {
-                        SchedulerOptions o;
-                        o.max_queue = 1 << 16;
-                        return o;
-                      }()};
-  Server server{[] {
-                  ServerOptions o;
-                  o.port = 0;
-                  o.http_threads = 4;
-                  return o;
-                }(),
-                scheduler};
-  std::thread thread{[this] { server.run(false); }};
-  std::string url = "http://127.0.0.1:" + std::to_string(server.port());
+  LocalServer local{fake_settings(),
+                    [] {
+                      SchedulerOptions o;
+                      o.max_queue = 1 << 16;
+                      return o;
+                    }(),
+                    [] {
+                      ServerOptions o;
+                      o.http_threads = 4;
+                      return o;
+                    }()};
+  Scheduler& scheduler = local.scheduler();
+  std::string url = local.url();
   Fixture() {
     HttpClient http;
     http.post_json(url + "/v1/evaluate", Json{{"items", {{{"task_id", 19}, {"candidate", relu_variant()}}}}}.dump());
-  }
-  ~Fixture() {
-    server.stop();
-    thread.join();
   }
 };
 
@@ -195,21 +190,10 @@ struct GpuFixture {
     s.cache_dir = fs::temp_directory_path() / "kbrl-bench-serve-cache";
     return s;
   }();
-  Scheduler scheduler{settings, SchedulerOptions{}};
-  Server server{[] {
-                  ServerOptions o;
-                  o.port = 0;
-                  return o;
-                }(),
-                scheduler};
-  std::thread thread{[this] { server.run(false); }};
-  std::string url = "http://127.0.0.1:" + std::to_string(server.port());
+  LocalServer local{settings, SchedulerOptions{}};
+  std::string url = local.url();
   HttpClient http;
   GpuFixture() { post(items_json(1)); }  // starts the worker, compiles the source
-  ~GpuFixture() {
-    server.stop();
-    thread.join();
-  }
   Json post(const Json& items) {
     const HttpResponse r = http.post_json(url + "/v1/evaluate", Json{{"items", items}}.dump());
     if (r.status != 200) throw Error("kbrl serve answered " + std::to_string(r.status) + ": " + r.body);

@@ -5,12 +5,17 @@
 //   KBRL_FAKE_GPU_MS=N          sleep N ms in every run (a slow GPU; default 0)
 //   KBRL_FAKE_GPU_RUNS=FILE     append one line per run to FILE, "<task> <device>" (what a test counts)
 //   KBRL_FAKE_GPU_CRASH_TASK=T  crash (SIGSEGV) when running task T (a lost worker)
+//   KBRL_FAKE_GPU_SLOW=D:N      sleep N ms more in every run on device D (one GPU slower than the others)
+//   KBRL_FAKE_GPU_LOST=D|all    on device D (or every one), fail every request: the worker cannot even say its device
+//                               (a GPU gone; its worker never comes up)
 #include <signal.h>
 #include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -29,6 +34,9 @@ int device = 0;  // --device N, as the evaluator starts `kbrl worker --device N`
 
 Json handle(const Json& request) {
   const std::string op = request.at("op").get<std::string>();
+  const char* lost = std::getenv("KBRL_FAKE_GPU_LOST");
+  if (lost && *lost && (std::string(lost) == "all" || std::atoi(lost) == device))
+    throw std::runtime_error("fake GPU worker: device " + std::to_string(device) + " is lost (KBRL_FAKE_GPU_LOST)");
   if (op == "info")
     return {{"device", {{"name", "fake GPU (kbrl tests)"}, {"arch", "sm_90"}, {"sm_count", 132},
                         {"l2_bytes", 50 << 20}, {"memory_bytes", int64_t{80} << 30}, {"cc_major", 9},
@@ -40,6 +48,8 @@ Json handle(const Json& request) {
     const int task = job.at("task_id").get<int>();
     if (task == env_int("KBRL_FAKE_GPU_CRASH_TASK", -1)) ::raise(SIGSEGV);
     if (const int ms = env_int("KBRL_FAKE_GPU_MS", 0); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    if (const char* slow = std::getenv("KBRL_FAKE_GPU_SLOW"); slow && std::atoi(slow) == device && std::strchr(slow, ':'))
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(std::strchr(slow, ':') + 1)));
     if (const char* path = std::getenv("KBRL_FAKE_GPU_RUNS"); path && *path) {
       if (FILE* f = std::fopen(path, "a")) {
         std::fprintf(f, "%d %d\n", task, device);

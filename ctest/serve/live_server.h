@@ -4,6 +4,8 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -13,8 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <kbrl/http_client.h>
-#include <serve/scheduler.h>
-#include <serve/server.h>
+#include <serve/local_server.h>
 
 namespace kbrl::serving {
 
@@ -37,36 +38,52 @@ class TempDir {
   fs::path path_;
 };
 
-/// A server on a free loopback port, run on a thread, stopped (drained) when destroyed.
+/// A server on a free loopback port with a fake GPU worker and a secret of its own, run on a thread,
+/// stopped (drained) when destroyed.
 class TestServer {
  public:
   TestServer(const fs::path& dir, SchedulerOptions scheduling = {}, ServerOptions serving = {},
-             std::string worker = KBRL_FAKE_GPU_WORKER) {
-    EvalSettings settings;
-    settings.worker_program = std::move(worker);
-    settings.cache_dir = dir / "compile-cache";
-    settings.secret = 7;
-    serving.port = 0;
-    scheduler_ = std::make_unique<Scheduler>(settings, scheduling);
-    server_ = std::make_unique<Server>(serving, *scheduler_);
-    url_ = "http://127.0.0.1:" + std::to_string(server_->port());
-    thread_ = std::thread([this] { server_->run(/*handle_signals=*/false); });
-  }
-  ~TestServer() { stop(); }
-  void stop() {
-    if (!thread_.joinable()) return;
-    server_->stop();
-    thread_.join();
-  }
-  const std::string& url() const { return url_; }
-  uint16_t port() const { return server_->port(); }
-  Scheduler& scheduler() { return *scheduler_; }
+             std::string worker = KBRL_FAKE_GPU_WORKER)
+      : local_([&] {
+          EvalSettings settings;
+          settings.worker_program = std::move(worker);
+          settings.cache_dir = dir / "compile-cache";
+          settings.secret = 7;
+          return settings;
+        }(),
+               std::move(scheduling), std::move(serving)) {}
+  void stop() { local_.stop(); }
+  const std::string& url() const { return local_.url(); }
+  uint16_t port() const { return local_.port(); }
+  Scheduler& scheduler() { return local_.scheduler(); }
 
  private:
-  std::unique_ptr<Scheduler> scheduler_;
-  std::unique_ptr<Server> server_;
-  std::string url_;
-  std::thread thread_;
+  LocalServer local_;
+};
+
+inline size_t line_count(const fs::path& path) {
+  std::ifstream in(path);
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+/// A runs file the fake worker appends to; set before the server starts its workers.
+class FakeGpuRuns {
+ public:
+  explicit FakeGpuRuns(const fs::path& path) : path_(path) { ::setenv("KBRL_FAKE_GPU_RUNS", path.c_str(), 1); }
+  ~FakeGpuRuns() { ::unsetenv("KBRL_FAKE_GPU_RUNS"); }
+  size_t count() const { return line_count(path_); }
+  /// Runs by device.
+  std::map<int, int> by_device() const {
+    std::map<int, int> n;
+    std::ifstream in(path_);
+    for (int task, device; in >> task >> device;) ++n[device];
+    return n;
+  }
+
+ private:
+  fs::path path_;
 };
 
 inline HttpClient& http() {

@@ -37,31 +37,6 @@ using testing::file_text;
 /// Candidates that differ in their launch plan and source (a compile each).
 std::string relu_candidate(int grid = 16384) { return testing::relu_file(grid); }
 
-size_t line_count(const fs::path& path) {
-  std::ifstream in(path);
-  size_t n = 0;
-  for (std::string line; std::getline(in, line);) ++n;
-  return n;
-}
-
-/// A runs file the fake worker appends to; set before the server starts its workers.
-class FakeGpuRuns {
- public:
-  explicit FakeGpuRuns(const fs::path& path) : path_(path) { ::setenv("KBRL_FAKE_GPU_RUNS", path.c_str(), 1); }
-  ~FakeGpuRuns() { ::unsetenv("KBRL_FAKE_GPU_RUNS"); }
-  size_t count() const { return line_count(path_); }
-  /// Runs by device.
-  std::map<int, int> by_device() const {
-    std::map<int, int> n;
-    std::ifstream in(path_);
-    for (int task, device; in >> task >> device;) ++n[device];
-    return n;
-  }
-
- private:
-  fs::path path_;
-};
-
 TEST(Serve, AnswersOneRecordPerItemInOrder) {
   TempDir dir;
   TestServer server(dir.path());
@@ -111,32 +86,6 @@ TEST(Serve, IdenticalItemsAreEvaluatedOnceForEveryWaiter) {
   const std::string metrics = http().get(server.url() + "/metrics").body;
   EXPECT_NE(metrics.find("kbrl_evaluations_total{outcome=\"ok\"} 12"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("kbrl_deduplicated_total 11"), std::string::npos) << metrics;
-}
-
-TEST(Serve, TwoGpusShareTheQueueAndEvaluateEachItemOnce) {
-  TempDir dir;
-  FakeGpuRuns runs(dir.path() / "runs.txt");
-  ::setenv("KBRL_FAKE_GPU_MS", "100", 1);
-  SchedulerOptions scheduling;
-  scheduling.gpus = {0, 1};
-  scheduling.batch = 2;
-  {
-    TestServer server(dir.path(), scheduling);
-    Json items = Json::array();
-    for (int i = 0; i < 12; ++i) items.push_back({{"task_id", 19}, {"candidate", testing::relu_body(5000 + i % 8)}});
-    const Json answer = post(server.url() + "/v1/evaluate", {{"items", items}});
-    ASSERT_EQ(answer["records"].size(), 12u);
-    for (size_t i = 0; i < 12; ++i) {
-      EXPECT_EQ(answer["records"][i]["outcome"], "ok");
-      EXPECT_EQ(answer["records"][i]["raw_action"], items[i]["candidate"]);
-    }
-    EXPECT_EQ(get(server.url() + "/healthz")["gpus"], 2);
-  }
-  ::unsetenv("KBRL_FAKE_GPU_MS");
-  EXPECT_EQ(runs.count(), 8u) << "8 distinct candidates, each evaluated once";
-  const auto by_device = runs.by_device();
-  EXPECT_GT(by_device.count(0) ? by_device.at(0) : 0, 0);
-  EXPECT_GT(by_device.count(1) ? by_device.at(1) : 0, 0) << "both dispatchers took work";
 }
 
 TEST(Serve, AsyncJobsArePolledToTheirRecords) {

@@ -24,6 +24,7 @@
 #include <kbrl/cli_main.h>
 #include <kbrl/error.h>
 #include <serve/client.h>
+#include <serve/local_server.h>
 
 #include "experiment.h"
 
@@ -50,6 +51,7 @@ struct Options {
   std::string samples;  // a samples.csv for selection and length_control (default: best_of_n's)
   std::string evaluator;   // kbrl serve URL(s): evaluate there instead of in this process
   std::string token_file;  // their bearer token
+  std::string gpus;        // "" = the evaluator in this process on device 0; else an in-process kbrl serve on these
   bool list = false;
   bool check_gpu = false;
 };
@@ -60,6 +62,11 @@ struct Options {
 std::string resolve_env(const Options& o, std::string* reason) {
   KBRL_CHECK_INPUT(o.env == "evaluator" || o.env == "synthetic" || o.env == "auto",
                    "unknown --env '{}' (evaluator, synthetic, auto)", o.env);
+  if (!o.gpus.empty()) {
+    KBRL_CHECK_INPUT(o.evaluator.empty(), "--gpus evaluates on this host's GPUs, --evaluator on a kbrl serve: not both");
+    KBRL_CHECK_INPUT(o.env != "synthetic", "--gpus picks the evaluator's GPUs: not with --env synthetic");
+    return "evaluator";
+  }
   if (!o.evaluator.empty()) {
     KBRL_CHECK_INPUT(o.env != "synthetic", "--evaluator sends the samples to kbrl serve: not with --env synthetic");
     KBRL_CHECK_INPUT(o.arch.empty(), "--arch with --evaluator: the server compiles (start it with --arch)");
@@ -151,6 +158,8 @@ int run(const Options& o) {
 
   std::unique_ptr<Evaluator> evaluator;
   std::unique_ptr<RolloutLog> log;
+  std::unique_ptr<serving::LocalServer> local_server;  // --gpus: every listed GPU behind one queue
+  std::vector<int> gpus;                               // their indices (settings.json)
   EvalFlags flags;  // the evaluator's settings of this run (in process or on a server)
   flags.scale = std::string(to_string(ctx.scale));
   flags.mode = o.mode;
@@ -182,11 +191,21 @@ int run(const Options& o) {
                    "outcome not_run\n", experiment.name.c_str(), reason.c_str(), o.arch.c_str());
     s.cache_dir = std::filesystem::path(o.results) / "compile_cache";  // shared by the experiments' runs
     if (const char* w = std::getenv("KBRL_WORKER"); w == nullptr || *w == 0) s.worker_program = KBRL_CLI;
-    evaluator = std::make_unique<Evaluator>(s);
     std::filesystem::create_directories(ctx.dir);
-    log = std::make_unique<RolloutLog>(ctx.dir / "rollouts.jsonl");  // a rerun's records come back from it
-    evaluator->attach_log(log.get());
-    env = std::make_unique<EvaluatorEnvironment>(*evaluator);
+    if (!o.gpus.empty()) {
+      // kbrl serve's scheduler in this process: one worker per GPU, one queue, the same rollout log.
+      serving::SchedulerOptions scheduling;
+      scheduling.gpus = serving::parse_gpu_list(o.gpus, s.compile_only);
+      scheduling.log = ctx.dir / "rollouts.jsonl";
+      gpus = scheduling.gpus;
+      local_server = std::make_unique<serving::LocalServer>(s, scheduling);
+      env = std::make_unique<ServedEnvironment>(std::vector<std::string>{local_server->url()}, "", s);
+    } else {
+      evaluator = std::make_unique<Evaluator>(s);
+      log = std::make_unique<RolloutLog>(ctx.dir / "rollouts.jsonl");  // a rerun's records come back from it
+      evaluator->attach_log(log.get());
+      env = std::make_unique<EvaluatorEnvironment>(*evaluator);
+    }
   }
   std::filesystem::create_directories(ctx.dir);
   std::unique_ptr<CsvTable> judge_csv;
@@ -214,6 +233,7 @@ int run(const Options& o) {
                                {"commit", std::string(kbrl_commit())},
                                {"policy", o.policy},           {"arch", o.arch},
                                {"evaluator", o.evaluator},
+                               {"gpus", gpus},
                                {"settings", budget_json(ctx.budget)}};
     if (evaluator) {
       settings["compile_only"] = evaluator->settings().compile_only;
@@ -289,6 +309,9 @@ int main(int argc, char** argv) {
                  "are tried in turn); the server's scale and GPUs apply, --mode/--tolerance/--inputs/--reward travel "
                  "with each sample");
   app.add_option("--token-file", o.token_file, "a file holding the --evaluator servers' bearer token");
+  app.add_option("--gpus", o.gpus,
+                 "evaluate on these GPUs of this host (all, or indices like 0,1) through kbrl serve's scheduler in "
+                 "this process: one worker per GPU, one queue (default: the evaluator in this process on GPU 0)");
   app.set_version_flag("--version", "kbrl-experiment " + std::string(kbrl::kbrl_version()));
   return kbrl::cli::run_program("kbrl-experiment", app, argc, argv, [&] {
     const int code = kbrl::run(o);
