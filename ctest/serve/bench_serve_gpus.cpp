@@ -175,11 +175,12 @@ void BM_ServeGpus(benchmark::State& state) {
       state.SkipWithError(("kbrl serve answered " + std::to_string(r.status) + ": " + r.body.substr(0, 300)).c_str());
       break;
     }
-    for (const Json& j : Json::parse(r.body)["records"]) records.push_back(record_from_json(j));
+    const Json answer = Json::parse(r.body);  // kept: a range-for over a temporary's member dangles
+    for (const Json& j : answer.at("records")) records.push_back(record_from_json(j));
   }
   const SchedulerMetrics m = scheduler.metrics();
   server.stop();
-  if (records.empty()) return;
+  if (records.empty()) return state.SkipWithError("the server answered no records");
 
   const auto n = static_cast<double>(records.size());
   state.counters["candidates"] = n;
