@@ -79,7 +79,7 @@ std::vector<Rollout> EvaluatorEnvironment::evaluate(const TaskSpec& task,
         memo_[keys.back()] = evaluator_.format_error(task.id, raw, info, real.format_error, policy, real.failure);
       continue;
     }
-    KeyedCandidate keyed = evaluator_.keyed(std::move(*real.candidate));  // hashed once, here
+    KeyedCandidate keyed = evaluator_.keyed(std::move(*real.candidate), observation_);  // hashed once, here
     keys.push_back(keyed.key);
     if (!memo_.count(keys.back()) && queued.insert(keys.back()).second) {
       todo.push_back(std::move(keyed));
@@ -122,6 +122,13 @@ ServedEnvironment::ServedEnvironment(std::vector<std::string> urls, std::string 
 }
 
 ServedEnvironment::~ServedEnvironment() = default;
+
+void ServedEnvironment::set_observation(const std::string& id) {
+  if (id.empty())
+    impl_->settings.erase("observation");
+  else
+    impl_->settings["observation"] = id;  // the server keys the item with it (serve/api.h)
+}
 
 std::vector<Rollout> ServedEnvironment::evaluate(const TaskSpec& task, const std::vector<Sample>& samples,
                                                  const std::string& policy) {

@@ -53,13 +53,18 @@ class Environment {
                                         const std::string& policy) = 0;
   /// Wall seconds spent evaluating so far (compile waits, checks and timing).
   virtual double evaluator_seconds() const = 0;
+  /// The observation later evaluations belong to (an experiment's seed: "seed 42"): a candidate
+  /// sampled again within one observation reuses its first record (a repeated configuration is one
+  /// timing, clustered), and under another observation it is evaluated and timed again, so no two
+  /// seeds share a timing. "" (the start) is an observation too. A table has no noise to repeat.
+  virtual void set_observation(const std::string& id) { (void)id; }
 };
 
 /// The real thing: realize (kernels/action.h: generator or model text) -> Candidate ->
 /// Evaluator::evaluate_all; text that yields no candidate is a format_error record. Identical candidates (the
-/// same record key: source, plan and settings) share one evaluation within an environment: a
-/// configuration sampled again reuses its first record (its timing included), so a run spends GPU
-/// time on distinct kernels only; rollouts still count every sample, and a reused sample keeps the
+/// same record key: source, plan, settings and observation, set_observation) share one evaluation:
+/// a configuration sampled again within an observation reuses its first record (its timing
+/// included), so a run spends GPU time on distinct kernels only; rollouts still count every sample, and a reused sample keeps the
 /// record's speedup and interval, so its fast and significantly fast classification. Records are
 /// appended to the evaluator's attached rollout log once per distinct candidate; a candidate already
 /// in that log (an interrupted run's) gets its logged record back from evaluate_all, so a rerun
@@ -71,6 +76,7 @@ class EvaluatorEnvironment final : public Environment {
   std::vector<Rollout> evaluate(const TaskSpec& task, const std::vector<Sample>& samples,
                                 const std::string& policy) override;
   double evaluator_seconds() const override { return seconds_; }
+  void set_observation(const std::string& id) override { observation_ = id; }
   /// Distinct candidates evaluated (or preloaded) so far.
   size_t distinct_evaluations() const { return memo_.size(); }
 
@@ -78,6 +84,7 @@ class EvaluatorEnvironment final : public Environment {
   Evaluator& evaluator_;
   double seconds_ = 0.0;
   std::map<std::string, EvalRecord> memo_;  // by record key
+  std::string observation_;
 };
 
 /// The evaluator behind one or more `kbrl serve` (docs/serve.md): each sample becomes an item (a
@@ -94,6 +101,7 @@ class ServedEnvironment final : public Environment {
   std::vector<Rollout> evaluate(const TaskSpec& task, const std::vector<Sample>& samples,
                                 const std::string& policy) override;
   double evaluator_seconds() const override { return seconds_; }
+  void set_observation(const std::string& id) override;
 
  private:
   struct Impl;
@@ -142,6 +150,7 @@ class RewardedEnvironment final : public Environment {
     return rollouts;
   }
   double evaluator_seconds() const override { return inner_.evaluator_seconds(); }
+  void set_observation(const std::string& id) override { inner_.set_observation(id); }
 
  private:
   Environment& inner_;

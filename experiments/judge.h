@@ -76,6 +76,7 @@ class JudgedEnvironment final : public Environment {
   std::vector<Rollout> evaluate(const TaskSpec& task, const std::vector<Sample>& samples,
                                 const std::string& policy) override;
   double evaluator_seconds() const override { return inner_.evaluator_seconds(); }
+  void set_observation(const std::string& id) override { inner_.set_observation(id); }
   /// Answers the judge could not use so far (scored 0).
   int64_t failures() const { return failures_; }
 

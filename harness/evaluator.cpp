@@ -153,14 +153,15 @@ std::string Evaluator::arch() {
   return device().arch;
 }
 
-std::string Evaluator::key(const Candidate& candidate) {
+std::string Evaluator::key(const Candidate& candidate, const std::string& observation) {
   nlohmann::json settings = settings_.key_json();
   settings["arch"] = arch();
+  if (!observation.empty()) settings["observation"] = observation;
   return record_key(candidate, settings);
 }
 
-KeyedCandidate Evaluator::keyed(Candidate candidate) {
-  std::string k = key(candidate);
+KeyedCandidate Evaluator::keyed(Candidate candidate, const std::string& observation) {
+  std::string k = key(candidate, observation);
   return {std::move(candidate), std::move(k)};
 }
 

@@ -137,8 +137,11 @@ class Evaluator {
 
   /// The record key of a candidate under these settings (what resume looks up): the one content
   /// hash of a candidate. keyed() computes it once and keeps it with the candidate.
-  std::string key(const Candidate& candidate);
-  KeyedCandidate keyed(Candidate candidate);
+  /// A non-empty `observation` is part of the key: the same candidate under another observation is
+  /// another record, evaluated and timed again (an experiment's seeds are separate observations, so
+  /// no two seeds share a timing); "" keys it as before.
+  std::string key(const Candidate& candidate, const std::string& observation = {});
+  KeyedCandidate keyed(Candidate candidate, const std::string& observation = {});
 
   /// Starts the worker when needed and asks its device. Throws kbrl::Error without a GPU.
   const DeviceInfo& device();

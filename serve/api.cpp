@@ -96,6 +96,10 @@ PreparedItem parse_item(const Json& item, size_t index, const EvalSettings& defa
       out.settings.atol = out.settings.rtol = parse_field(value, field, parse_tolerance);
     } else if (name == "inputs") {
       out.settings.inputs = parse_field(value, field, parse_input_checks);
+    } else if (name == "observation") {
+      if (!value.is_string() || value.get_ref<const std::string&>().size() > 200)
+        throw ApiException(bad_request(fmt::format("{} must be a string of at most 200 bytes", field), field));
+      out.observation = value.get<std::string>();
     } else if (name == "reward") {
       out.settings.reward =
           parse_field(value, field, [&](const std::string& spec) { return parse_reward(spec, out.settings.reward); });
@@ -103,7 +107,7 @@ PreparedItem parse_item(const Json& item, size_t index, const EvalSettings& defa
       throw ApiException(bad_request(
           fmt::format("{}: unknown field (an item has task_id (or KernelBench's problem_id, with level 1), one of text, "
                       "candidate or config, and optionally "
-                      "mode, tolerance, inputs, reward)", field), field));
+                      "mode, tolerance, inputs, reward, observation)", field), field));
     }
   }
   if (!item.contains("task_id") && !item.contains("problem_id"))

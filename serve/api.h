@@ -65,6 +65,9 @@ struct PreparedItem {
   ActionInfo action;
   std::string format_error;  // why there is no candidate (a format_error record)
   Outcome failure = Outcome::format_error;  // or unsupported_format (Realized::failure)
+  /// Evaluator::keyed's observation: a candidate evaluated under another one is evaluated (and
+  /// timed) again; "" for none.
+  std::string observation;
   /// The item could not be read (an unknown task, a wrong type, an unknown field, ...): it is never
   /// evaluated, and its place in the answer holds this error.
   std::optional<ApiError> error;

@@ -121,7 +121,7 @@ std::shared_ptr<Job> Scheduler::submit(const std::string& client, std::vector<Pr
       job->reject(i, *items[i].error);
       continue;
     }
-    queue.push_back({job, i, std::make_shared<const PreparedItem>(std::move(items[i])), Clock::now()});
+    queue.push_back({job, i, std::make_shared<const PreparedItem>(std::move(items[i])), Clock::now(), {}});
     ++queued;
   }
   queued_ += queued;
@@ -301,7 +301,8 @@ void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
           e->job->complete(e->index, record);
           continue;
         }
-        KeyedCandidate keyed = evaluator.keyed(*item.candidate);  // may start the worker (the device's arch)
+        // may start the worker (the device's arch)
+        KeyedCandidate keyed = evaluator.keyed(*item.candidate, item.observation);
         std::optional<EvalRecord> known;
         {
           std::lock_guard lock(mutex_);

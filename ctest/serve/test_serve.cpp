@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <kbrl/http_client.h>
+#include <harness/record/rollout_log.h>
 #include <serve/client.h>
 #include <serve/server.h>
 #include <experiments/environment.h>
@@ -224,6 +225,45 @@ TEST(Serve, AnExperimentEnvironmentEvaluatesThroughTheServer) {
   EXPECT_GT(env.evaluator_seconds(), 0.0);
   // A server at another scale than the run's is refused, naming the fix.
   EXPECT_THROW(env.evaluate(task_spec(19, Scale::small), {knobs}, "test"), InputError);
+}
+
+// An experiment's seeds are separate observations: a configuration sampled again within one is
+// evaluated once (its timing reused), under another it is evaluated and timed again; in process and
+// through the server alike, and a rerun over the same log evaluates nothing again.
+TEST(Serve, AnotherObservationTimesACandidateAgain) {
+  TempDir dir;
+  FakeGpuRuns runs(dir.path() / "runs.txt");
+  const TaskSpec task = task_spec(19, Scale::kernelbench);
+  Sample knobs;
+  knobs.task_id = 19;
+  knobs.config = generator_for(19).expert(task);
+  const auto observe = [&](Environment& env) {
+    env.set_observation("seed 42");
+    const std::vector<Rollout> first = env.evaluate(task, {knobs, knobs}, "test");
+    env.set_observation("seed 43");
+    env.evaluate(task, {knobs}, "test");
+    env.set_observation("seed 42");
+    const std::vector<Rollout> again = env.evaluate(task, {knobs}, "test");
+    EXPECT_EQ(again[0].speedup_ci, first[0].speedup_ci);
+  };
+  EvalSettings settings;
+  settings.worker_program = KBRL_FAKE_GPU_WORKER;
+  settings.cache_dir = dir.path() / "compile-cache";
+  {
+    Evaluator evaluator(settings);
+    RolloutLog log(dir.path() / "rollouts.jsonl");
+    evaluator.attach_log(&log);
+    EvaluatorEnvironment env(evaluator);
+    observe(env);
+    EXPECT_EQ(runs.count(), 2u) << "one evaluation per observation";
+    EvaluatorEnvironment rerun(evaluator);
+    observe(rerun);
+    EXPECT_EQ(runs.count(), 2u) << "the log holds both observations' records";
+  }
+  TestServer server(dir.path());
+  ServedEnvironment served({server.url()}, "", settings);
+  observe(served);
+  EXPECT_EQ(runs.count(), 4u) << "the server keys an item with its observation";
 }
 
 TEST(Serve, AWorkerThatCannotStartIsARetryable503) {

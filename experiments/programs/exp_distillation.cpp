@@ -57,6 +57,7 @@ void sdpo(ExperimentContext& ctx) {
   std::map<std::string, std::vector<double>> speedups;
   for (uint64_t seed : b.sdpo_seeds)
     for (const Method& m : methods) {
+      ctx.env->set_observation(seed_observation(seed));  // the methods of a seed are paired, the seeds not
       auto policy = ctx.load_policy(ctx.base_checkpoint());
       TttConfig c = ctx.ttt_config(b.subset1, seed, fmt::format("{}_seed{}", m.name, seed));
       c.update = m.update;

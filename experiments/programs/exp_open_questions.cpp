@@ -45,6 +45,7 @@ void sparsification(ExperimentContext& ctx) {
     RewardedEnvironment env(*ctx.env, parse_reward(spec));
     double boa_sum = 0, density_sum = 0, boa_fast_sum = 0, boa_sig_sum = 0;
     for (uint64_t seed : b.sdpo_seeds) {
+      env.set_observation(seed_observation(seed));  // each seed times its samples itself
       auto policy = ctx.load_policy(ctx.base_checkpoint());
       TttConfig c = ctx.ttt_config(b.subset1, seed, fmt::format("{}_seed{}", spec, seed));
       c.steps = b.probe_steps;

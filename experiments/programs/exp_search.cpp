@@ -56,6 +56,7 @@ void best_of_n(ExperimentContext& ctx) {
     // per seed, per task: the fast indicators and gated speedups of its K samples
     std::map<uint64_t, std::vector<std::vector<Rollout>>> by_seed;
     for (uint64_t seed : b.seeds) {
+      ctx.env->set_observation(seed_observation(seed));  // each seed times its samples itself
       by_seed[seed] = sample_and_evaluate(ctx, *policy, label, tasks, b.bon_k,
                                           b.temperature,
                                           seed, &samples, run_name(subset, seed));

@@ -55,6 +55,7 @@ void per_task_ttt(ExperimentContext& ctx) {
   // Per method, per task: the outcomes over seeds (the bootstrap's clusters are the tasks).
   std::map<std::string, std::map<int, std::vector<TaskOutcome>>> by_method;
   for (uint64_t seed : b.seeds) {
+    ctx.env->set_observation(seed_observation(seed));  // each seed times its samples itself
     auto base = rlvr_checkpoint(ctx, b.per_task_ttt_checkpoint_step);
     GreedyPolicy greedy(*base);
     const auto greedy_rollouts = sample_and_evaluate(ctx, greedy, ctx.policy_label("rlvr_greedy"), b.subset1, 1,

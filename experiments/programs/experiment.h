@@ -177,6 +177,10 @@ std::vector<std::string> served_model_experiments();
 const std::vector<Experiment>& experiments();
 const Experiment& experiment_named(const std::string& name);  // InputError listing the names
 
+/// The environment's observation of an experiment's seed (Environment::set_observation): the
+/// experiments that run several seeds evaluate each under its own, so no two seeds share a timing.
+inline std::string seed_observation(uint64_t seed) { return "seed " + std::to_string(seed); }
+
 /// Samples and evaluates `k` samples per task, appending rows of schemas::samples() (run, policy
 /// name) and returning the rollouts per task (in `tasks` order).
 std::vector<std::vector<Rollout>> sample_and_evaluate(ExperimentContext& ctx, Policy& policy,
