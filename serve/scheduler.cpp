@@ -165,12 +165,26 @@ bool Scheduler::ready() const {
 
 void Scheduler::set_state(Gpu& gpu, std::string state, std::string detail) {
   std::lock_guard lock(mutex_);
-  if (state == "down" && gpu.state != "down")  // found down at start-up: the others go first a while
-    gpu.down_until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(options_.down_retry_seconds));
+  if (state == "down") return mark_down(gpu, std::move(detail));  // found down at start-up
   gpu.state = std::move(state);
   gpu.state_detail = std::move(detail);
+}
+
+void Scheduler::mark_down(Gpu& gpu, std::string detail) {
+  gpu.state = "down";
+  gpu.state_detail = std::move(detail);
+  gpu.down_until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(options_.down_retry_seconds));
   work_.notify_all();  // a GPU going down lets resting ones take items when none else can
+}
+
+std::vector<Scheduler::Entry> Scheduler::take_in_flight(const std::string& key) {
+  std::vector<Entry> waiting;
+  auto it = in_flight_.find(key);
+  if (it == in_flight_.end()) return waiting;
+  waiting = std::move(it->second);
+  in_flight_.erase(it);
+  return waiting;
 }
 
 void Scheduler::start_worker(Gpu& gpu) {
@@ -246,11 +260,7 @@ void Scheduler::answer(const std::string& key, const EvalRecord& record) {
   std::vector<Entry> waiters;
   {
     std::lock_guard lock(mutex_);
-    auto it = in_flight_.find(key);
-    if (it != in_flight_.end()) {
-      waiters = std::move(it->second);
-      in_flight_.erase(it);
-    }
+    waiters = take_in_flight(key);
     if (record.outcome != Outcome::harness_error) recent_.remember(key, record);  // a rerun tries again
     count_answered(record.outcome, static_cast<int64_t>(waiters.size()));
     metrics_.deduplicated += waiters.empty() ? 0 : static_cast<int64_t>(waiters.size()) - 1;
@@ -350,12 +360,8 @@ void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
       metrics_.gpu_seconds += seconds;
       if (left.empty()) continue;
       std::vector<Entry> back;
-      for (size_t i : left) {
-        auto it = in_flight_.find(todo[i].key);
-        if (it == in_flight_.end()) continue;
-        for (Entry& w : it->second) back.push_back(std::move(w));
-        in_flight_.erase(it);
-      }
+      for (size_t i : left)
+        for (Entry& w : take_in_flight(todo[i].key)) back.push_back(std::move(w));
       for (size_t later = g + 1; later < order.size(); ++later)
         for (Entry* e : groups[order[later]]) back.push_back(std::move(*e));
       requeue(std::move(back));
@@ -365,22 +371,14 @@ void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
       // not down and some GPU has not failed them; the others' jobs (and whoever waits on their
       // keys) fail with a retryable error. Nothing is recorded as the candidates' outcome.
       const ApiError error = worker_lost(gpu.device, e.what());
-      std::vector<Entry> held;
-      for (const std::string& key : leading) {
-        std::lock_guard lock(mutex_);
-        auto it = in_flight_.find(key);
-        if (it == in_flight_.end()) continue;
-        for (Entry& w : it->second) held.push_back(std::move(w));
-        in_flight_.erase(it);
-      }
-      for (size_t i = handled; i < group.size(); ++i) held.push_back(*group[i]);
       std::vector<std::shared_ptr<Job>> failed;
       {
         std::lock_guard lock(mutex_);
-        gpu.state = "down";
-        gpu.state_detail = e.what();
-        gpu.down_until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                            std::chrono::duration<double>(options_.down_retry_seconds));
+        std::vector<Entry> held;
+        for (const std::string& key : leading)
+          for (Entry& w : take_in_flight(key)) held.push_back(std::move(w));
+        for (size_t i = handled; i < group.size(); ++i) held.push_back(*group[i]);
+        mark_down(gpu, e.what());
         const size_t others_up = static_cast<size_t>(std::count_if(
             gpus_.begin(), gpus_.end(), [&](const auto& other) { return other.get() != &gpu && other->state != "down"; }));
         std::vector<Entry> back;
@@ -391,10 +389,13 @@ void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
           else
             failed.push_back(h.job);
         }
+        for (size_t later = g + 1; later < order.size(); ++later)  // untried: back as they are
+          for (Entry* entry : groups[order[later]]) back.push_back(std::move(*entry));
         requeue(std::move(back));
         if (!failed.empty()) metrics_.jobs_failed += 1;
       }
       for (const auto& job : failed) job->fail(error);
+      return;
     }
   }
 }

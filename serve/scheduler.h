@@ -137,6 +137,10 @@ class Scheduler {
   void answer(const std::string& key, const EvalRecord& record);
   /// Puts entries back at the front of their clients' queues, in order (mutex_ held).
   void requeue(std::vector<Entry> entries);
+  /// The entries waiting on an in-flight key, which is no longer in flight (mutex_ held).
+  std::vector<Entry> take_in_flight(const std::string& key);
+  /// Marks a GPU down for `detail`: it rests for down_retry_seconds from now (mutex_ held).
+  void mark_down(Gpu& gpu, std::string detail);
   /// Whether `gpu` is down and waits before its next try while another GPU is not down (mutex_ held).
   bool resting(const Gpu& gpu) const;
   void count_answered(Outcome outcome, int64_t n);  // records answered, for /metrics
