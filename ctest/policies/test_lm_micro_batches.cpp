@@ -124,7 +124,9 @@ TEST(MicroBatches, PooledPassesGiveTheUpdateOfOnePassPerCompletion) {
     EXPECT_NEAR(x.kl, y.kl, 1e-5 * std::max(1.0, x.kl));
     EXPECT_EQ(x.clip_fraction, y.clip_fraction);
     EXPECT_EQ(x.tokens, y.tokens);
-    if (config.kl_coef > 0) EXPECT_GT(x.kl, 1e-6) << "the KL term is tested at 0 only";
+    if (config.kl_coef > 0) {
+      EXPECT_GT(x.kl, 1e-6) << "the KL term is tested at 0 only";
+    }
   }
   const UpdateStats mx = a.measure(items, 1.0), my = b.measure(items, 1.0);
   EXPECT_EQ(mx.tokens, my.tokens);
