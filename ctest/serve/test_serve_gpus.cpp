@@ -82,7 +82,7 @@ TEST(Serve, ASlowGpuGivesTheItemsItHasNotStartedToAnIdleOne) {
     metrics = http().get(server.url() + "/metrics").body;
   }
   ASSERT_EQ(answer["records"].size(), 24u) << answer.dump().substr(0, 500);
-  for (const Json& r : answer["records"]) EXPECT_EQ(r["outcome"], "ok");
+  for (const Json& r : answer["records"]) EXPECT_EQ(r["outcome"], "ok") << r.dump().substr(0, 2000);
   EXPECT_EQ(runs.count(), 24u) << "each item evaluated once";
   const auto by_device = runs.by_device();
   EXPECT_LE(runs_on(by_device, 1), 4) << "the slow GPU kept items the idle one could run (GPU 0 ran "
