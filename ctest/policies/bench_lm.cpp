@@ -38,6 +38,7 @@
 #endif
 #include <kbrl/splitmix64.h>
 
+#include "data_parallel_testing.h"
 #include "llm_testing.h"
 #include "lm_policy_testing.h"
 
@@ -179,6 +180,56 @@ void BM_TrainStepGpu1p5B(benchmark::State& state) {
 #else
   state.SkipWithError("built without the CUDA runtime headers");
 #endif
+}
+
+// One GRPO update of Qwen2.5-1.5B's shapes (random weights, bfloat16, LoRA rank 16 in float32,
+// micro-batches of 8, activation checkpointing) on K = 64 completions of 1,024 tokens after ReLU's
+// prompt, data-parallel over `gpus` GPUs: one kbrl_lm_dp_rank process per GPU (NCCL), each running
+// its 64 / gpus completions and the gradient summed before the optimizer step. Three steps, the
+// first a warm-up. Counters: tokens/s (the batch's completion tokens over the mean of the slowest
+// rank's timed steps), step_s, device_GiB (the most any rank's GPU had in use: total - free),
+// grad_rel_diff1 and grad_rel_diff2 (the summed gradient of steps 1 and 2 against the 1-GPU case's,
+// relative L2; step 2's follows step 1's optimizer step), ranks_agree (every rank holds the same sum).
+void BM_TrainStepDataParallel(benchmark::State& state) {
+  const int gpus = static_cast<int>(state.range(0));
+  if (!torch::cuda::is_available() || static_cast<int>(torch::cuda::device_count()) < gpus) {
+    state.SkipWithError(("needs " + std::to_string(gpus) + " GPUs").c_str());
+    return;
+  }
+  static std::vector<float> one_gpu[2];
+  const std::vector<std::string> args = {
+      "spec=lm:random:qwen2.5-1.5b:1,shots=0,system=none,device=cuda,dtype=bfloat16,micro_batch=8,checkpoint=on",
+      "k=64", "tokens=1024", "steps=3", "rank_lora=16", "lr=1e-5"};
+  const auto dir = std::filesystem::temp_directory_path() / ("kbrl-bench-dp-" + std::to_string(gpus));
+  kbrl::testing::RankResults run;
+  for (auto _ : state) run = kbrl::testing::run_ranks(KBRL_LM_DP_RANK, args, gpus, dir, true, std::chrono::seconds(900));
+  if (!run.error.empty()) {
+    state.SkipWithError(run.error.substr(0, 2000).c_str());
+    return;
+  }
+  double slowest = 0, memory = 0;
+  bool agree = true;
+  for (int r = 0; r < gpus; ++r) {
+    const auto& steps = run.reports[r]["steps"];
+    double sum = 0;
+    for (size_t s = 1; s < steps.size(); ++s) sum += steps[s]["seconds"].get<double>();
+    slowest = std::max(slowest, sum / static_cast<double>(steps.size() - 1));
+    memory = std::max(memory, run.reports[r].value("device_GiB", 0.0));
+    agree = agree && run.gradients[r] == run.gradients[0] && run.gradients2[r] == run.gradients2[0];
+  }
+  if (gpus == 1) {
+    one_gpu[0] = run.gradients[0];
+    one_gpu[1] = run.gradients2[0];
+  }
+  state.counters["step_s"] = slowest;
+  state.counters["tokens/s"] = 64.0 * 1024.0 / slowest;
+  state.counters["device_GiB"] = memory;
+  state.counters["ranks_agree"] = agree ? 1 : 0;
+  if (!one_gpu[0].empty()) {
+    state.counters["grad_rel_diff1"] = kbrl::testing::relative_difference(run.gradients[0], one_gpu[0]);
+    state.counters["grad_rel_diff2"] = kbrl::testing::relative_difference(run.gradients2[0], one_gpu[1]);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 // The decoder alone on a GPU at RL's sizes: model shape (0 = SmolLM2-135M, 1 = Qwen2.5-1.5B; random
@@ -381,6 +432,7 @@ BENCHMARK(BM_UpdateGpu)
     ->Args({1, 1, 32, 1, 32, 0})
     ->Args({1, 1, 32, 1, 32, 1})
     ->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
+BENCHMARK(BM_TrainStepDataParallel)->ArgName("gpus")->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
 BENCHMARK(BM_TrainStepGpu1p5B)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 
 }  // namespace

@@ -20,12 +20,30 @@ add_test(NAME llm_writer_smoke
           ${CMAKE_BINARY_DIR}/results-llm/writer_smoke)
 set_tests_properties(llm_writer_smoke PROPERTIES LABELS llm TIMEOUT 600 SKIP_RETURN_CODE 77 COST ${KBRL_LLM_CHAIN_COST}
   ENVIRONMENT OMP_NUM_THREADS=1)
+# Data-parallel updates (policies/lm/data_parallel.h): kbrl_lm_dp_rank is one rank of a GRPO update,
+# test_lm_data_parallel runs it on 1, 2 and 3 ranks against one process (a CPU build through Gloo; a
+# CUDA build through NCCL on GPUs, gpu label), bench_lm's BM_TrainStepDataParallel on 1, 2 and 4 GPUs.
+add_executable(kbrl_lm_dp_rank lm_dp_rank.cpp)
+target_link_libraries(kbrl_lm_dp_rank PRIVATE kbrl::lm kbrl::reference nlohmann_json::nlohmann_json kbrl_warnings)
+kbrl_use_torch(kbrl_lm_dp_rank)
+if(KBRL_TORCH_CUDA)
+  target_link_libraries(kbrl_lm_dp_rank PRIVATE CUDA::cudart)
+  set(_kbrl_dp_label gpu)
+else()
+  set(_kbrl_dp_label unit)
+endif()
+kbrl_add_test(NAME test_lm_data_parallel LABELS ${_kbrl_dp_label} TIMEOUT 300 TORCH SOURCES test_lm_data_parallel.cpp
+  LIBS kbrl::lm)
+target_compile_definitions(test_lm_data_parallel PRIVATE KBRL_LM_DP_RANK="$<TARGET_FILE:kbrl_lm_dp_rank>")
+add_dependencies(test_lm_data_parallel kbrl_lm_dp_rank)
 # Sampling and training tokens/s of the model in the process, next to llama-server's (bench label).
 kbrl_add_benchmark(NAME bench_lm SOURCES bench_lm.cpp LIBS kbrl::lm kbrl::reference kbrl_testing)
 if(TARGET bench_lm)
   target_compile_definitions(bench_lm PRIVATE KBRL_LLM_URL_FILE="${KBRL_LLM_STATE_DIR}/url")
   set_tests_properties(bench_lm PROPERTIES FIXTURES_REQUIRED llama_server)
   target_link_libraries(bench_lm PRIVATE CUDA::cudart)  # cudaMemGetInfo: the 1.5B step's memory
+  target_compile_definitions(bench_lm PRIVATE KBRL_LM_DP_RANK="$<TARGET_FILE:kbrl_lm_dp_rank>")
+  add_dependencies(bench_lm kbrl_lm_dp_rank)
 endif()
 # The parity test's second oracle: llama-server computing in float32 on the dequantized copy of the
 # same GGUF (`kbrl model f32`), float32 KV cache, no flash attention.

@@ -21,6 +21,8 @@
 
 namespace kbrl::lm {
 
+class DataParallelGroup;  // data_parallel.h
+
 struct LmOptions {
   std::string model;  // a .gguf file or a Hugging Face folder; "random:<layers>x<hidden>[:seed]" or "random:<preset>[:seed]" for a random model
   ModelOptions model_options;
@@ -87,6 +89,17 @@ class LmPolicy final : public TrainablePolicy {
   void load_adapter(const std::filesystem::path& file) override;
   std::string adapter_state() const override;
   void restore_adapter(const std::string& state) override;
+
+  /// Data-parallel updates (data_parallel.h, one process per GPU, each with the same model): every
+  /// rank passes the whole batch to update(), which runs the rank's share of its completions (every
+  /// size-th from the rank's index) and sums the adapter's gradients and the batch's statistics over
+  /// the group before clipping and the optimizer step, so each rank takes one process's step. Rank
+  /// 0's adapter is copied to the others here: call after add_adapter or load_adapter. nullptr: one
+  /// process again.
+  void set_data_parallel(std::shared_ptr<DataParallelGroup> group);
+  /// The adapter's gradients as the last update() left them (summed over the group, clipped),
+  /// flattened in layer and projection order, float32 on the CPU: for comparing updates.
+  std::vector<float> last_gradient() const;
 
   const LmOptions& options() const { return options_; }
   /// Does update() recompute each layer in the backward pass (the spec's checkpoint)?

@@ -18,6 +18,7 @@ struct LmPolicy::Impl {
   OptimizerConfig optimizer_config;
   std::unique_ptr<torch::optim::Adam> optimizer;
   std::map<std::string, std::vector<int>> prompt_ids;  // by prompt text
+  std::shared_ptr<DataParallelGroup> group;            // set_data_parallel; null = one process
 
   /// The adapter's A and B tensors (they train), in layer and projection order.
   std::vector<torch::Tensor> trainable();

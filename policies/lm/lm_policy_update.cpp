@@ -6,6 +6,7 @@
 
 #include <kbrl/error.h>
 
+#include "data_parallel.h"
 #include "lm_policy_impl.h"
 #include "micro_batches.h"
 #include "update_memory.h"
@@ -56,7 +57,32 @@ torch::Tensor padded(const std::vector<std::vector<double>>& rows, int64_t C, to
   return torch::from_blob(v.data(), {static_cast<int64_t>(rows.size()), C}, torch::kFloat32).to(device).clone();
 }
 
+/// The tensors' gradients as one float32 vector (zeros where a tensor has none).
+torch::Tensor flat_gradient(const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> parts;
+  for (const torch::Tensor& p : params)
+    parts.push_back(p.grad().defined() ? p.grad().to(torch::kFloat32).flatten() : torch::zeros({p.numel()}, p.options().dtype(torch::kFloat32)));
+  return parts.empty() ? torch::Tensor() : torch::cat(parts);
+}
+
 }  // namespace
+
+void LmPolicy::set_data_parallel(std::shared_ptr<DataParallelGroup> group) {
+  impl_->group = std::move(group);
+  if (!impl_->group || impl_->group->size() == 1) return;
+  torch::NoGradGuard no_grad;
+  for (torch::Tensor& p : impl_->trainable()) {  // rank 0's adapter everywhere
+    std::vector<torch::Tensor> one = {p.detach()};
+    impl_->group->broadcast(one);
+  }
+}
+
+std::vector<float> LmPolicy::last_gradient() const {
+  const torch::Tensor flat = flat_gradient(impl_->trainable());
+  if (!flat.defined()) return {};
+  const torch::Tensor cpu = flat.to(torch::kCPU).contiguous();
+  return std::vector<float>(cpu.data_ptr<float>(), cpu.data_ptr<float>() + cpu.numel());
+}
 
 UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateConfig& config) {
   KBRL_CHECK_INPUT(impl_->lora.has_value() && impl_->optimizer,
@@ -78,8 +104,15 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
   LlamaNet& net = impl_->model.net();
   const torch::Device dev = net.device();
   impl_->optimizer->zero_grad();
+  // Data parallel: this rank's completions (weights below still divide by the whole batch's counts).
+  const DataParallelGroup* group = impl_->group && impl_->group->size() > 1 ? impl_->group.get() : nullptr;
+  std::vector<TrainItem> share;
+  if (group)
+    for (size_t i = static_cast<size_t>(group->rank()); i < batch.size(); i += static_cast<size_t>(group->size()))
+      share.push_back(batch[i]);
+  const std::vector<TrainItem>& mine = group ? share : batch;
   double loss_sum = 0, entropy_sum = 0, kl_sum = 0, clipped = 0;
-  for_each_micro_batch(*this, batch, [&](const MicroBatch& m) {
+  for_each_micro_batch(*this, mine, [&](const MicroBatch& m) {
     const std::vector<int>& prompt = m.prompt;
     std::vector<std::vector<int>> tokens;
     std::vector<std::vector<double>> adv, old, weights;
@@ -87,7 +120,7 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
     std::vector<double> has_old;   // per row: 1 where the item carries its sampling log-probs
     int64_t C = 0;
     for (size_t r = 0; r < m.items.size(); ++r) {
-      const TrainItem& item = batch[m.items[r]];
+      const TrainItem& item = mine[m.items[r]];
       const std::vector<int>& tail = m.tails[r];
       tokens.push_back(row_tokens(tail, item.tokens));
       context.push_back(tail.size());
@@ -143,6 +176,27 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
     entropy_sum += (s.entropy.detach() * mask).sum().item<double>();
   });
   const auto params = impl_->trainable();
+  if (group) {  // the gradients and the statistics summed over the group
+    std::vector<torch::Tensor> flat = {flat_gradient(params)};
+    impl_->group->sum(flat);
+    int64_t at = 0;
+    for (const torch::Tensor& p : params) {
+      const torch::Tensor summed = flat[0].slice(0, at, at + p.numel()).view_as(p);
+      torch::Tensor shared = p;  // the same parameter: its gradient is p's (not a view: zero_grad detaches it)
+      if (shared.grad().defined())
+        shared.mutable_grad().copy_(summed);
+      else
+        shared.mutable_grad() = summed.to(p.dtype()).clone();
+      at += p.numel();
+    }
+    std::vector<torch::Tensor> sums = {torch::tensor({loss_sum, entropy_sum, kl_sum, clipped}, torch::kFloat64).to(dev)};
+    impl_->group->sum(sums);
+    const torch::Tensor host = sums[0].to(torch::kCPU);
+    loss_sum = host[0].item<double>();
+    entropy_sum = host[1].item<double>();
+    kl_sum = host[2].item<double>();
+    clipped = host[3].item<double>();
+  }
   double norm_sq = 0;
   for (const torch::Tensor& p : params)
     if (p.grad().defined()) norm_sq += p.grad().pow(2).sum().item<double>();

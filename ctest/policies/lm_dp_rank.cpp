@@ -1,0 +1,120 @@
+// kbrl_lm_dp_rank: one rank of a data-parallel GRPO update (policies/lm/data_parallel.h), started by
+// data_parallel_testing.h's run_ranks once per rank (on a GPU each sees one GPU: CUDA_VISIBLE_DEVICES).
+//   kbrl_lm_dp_rank spec=lm:... rank=R size=N store=FILE out=DIR [k=64] [tokens=1024] [steps=2]
+//                   [seed=11] [lr=1e-5] [rank_lora=16]
+// Every rank builds the same model, LoRA adapter (rank_lora, alpha 2 x rank_lora) and batch: k random
+// completions of `tokens` tokens after ReLU's prompt, advantages +1 and -1 in turn. The gradients of
+// steps 1 and 2 (summed over the group, clipped) go to DIR/gradient_step<S>_rank<R>.f32 (raw float32):
+// step 2's depends on step 1's optimizer step. Step 1 is the warm-up; the others are the timed ones.
+// DIR/rank<R>.json: the backend, each step's seconds, loss and gradient norm, the batch's tokens and,
+// on a GPU, the memory in use on it after the steps (cudaMemGetInfo: total - free, GiB).
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+#if KBRL_TORCH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+#include <kbrl/splitmix64.h>
+#include <policies/lm/data_parallel.h>
+#include <policies/lm/lm_policy.h>
+#include <reference/task_registry.h>
+
+namespace {
+
+using namespace kbrl;
+using namespace kbrl::lm;
+
+std::map<std::string, std::string> parse_args(int argc, char** argv) {
+  std::map<std::string, std::string> out;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const size_t eq = a.find('=');
+    KBRL_CHECK_INPUT(eq != std::string::npos, "argument '{}' is not key=value", a);
+    out[a.substr(0, eq)] = a.substr(eq + 1);
+  }
+  for (const char* key : {"spec", "rank", "size", "store", "out"})
+    KBRL_CHECK_INPUT(out.count(key), "missing {}=... (spec, rank, size, store, out)", key);
+  return out;
+}
+
+std::string get(const std::map<std::string, std::string>& args, const std::string& key, const std::string& fallback) {
+  const auto it = args.find(key);
+  return it == args.end() ? fallback : it->second;
+}
+
+void sync(bool cuda) {
+#if KBRL_TORCH_CUDA
+  if (cuda) torch::cuda::synchronize();
+#endif
+  (void)cuda;
+}
+
+int run(int argc, char** argv) {
+  const auto args = parse_args(argc, argv);
+  const int rank = std::stoi(args.at("rank")), size = std::stoi(args.at("size"));
+  const int k = std::stoi(get(args, "k", "64")), tokens = std::stoi(get(args, "tokens", "1024"));
+  const int steps = std::stoi(get(args, "steps", "2")), lora_rank = std::stoi(get(args, "rank_lora", "16"));
+  const std::filesystem::path out = args.at("out");
+  LmPolicy policy(parse_lm_spec(args.at("spec")));
+  const bool cuda = policy.options().model_options.device.rfind("cuda", 0) == 0;
+  policy.add_adapter({lora_rank, 2.0 * lora_rank}, 1);
+  policy.set_optimizer({.learning_rate = std::stod(get(args, "lr", "1e-5"))});
+  DataParallelOptions joining;
+  joining.store = args.at("store");
+  joining.rank = rank;
+  joining.size = size;
+  std::shared_ptr<DataParallelGroup> group = DataParallelGroup::join(joining, cuda);
+  policy.set_data_parallel(group);
+
+  std::vector<TrainItem> items(static_cast<size_t>(k));
+  uint64_t rng = std::stoull(get(args, "seed", "11"));
+  for (size_t i = 0; i < items.size(); ++i) {
+    items[i].task = task_spec(19, Scale::kernelbench);
+    for (int t = 0; t < tokens; ++t) items[i].tokens.push_back(static_cast<int>(splitmix64(rng) % 256));
+    items[i].advantages.assign(items[i].tokens.size(), i % 2 ? 1.0 : -1.0);
+  }
+  nlohmann::json report = {{"rank", rank}, {"size", size}, {"backend", group->backend()}, {"k", k},
+                           {"tokens_per_completion", tokens}};
+  for (int s = 1; s <= steps; ++s) {
+    std::vector<at::Tensor> barrier = {torch::zeros({1}, cuda ? torch::Device("cuda") : torch::Device("cpu"))};
+    group->sum(barrier);  // every rank starts the step together
+    sync(cuda);
+    const auto t0 = std::chrono::steady_clock::now();
+    const UpdateStats st = policy.update(items, UpdateConfig{});
+    sync(cuda);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    report["steps"].push_back({{"seconds", seconds}, {"loss", st.loss}, {"grad_norm", st.grad_norm}, {"tokens", st.tokens}});
+    if (s <= 2) {
+      const std::vector<float> g = policy.last_gradient();
+      std::ofstream f(out / ("gradient_step" + std::to_string(s) + "_rank" + std::to_string(rank) + ".f32"), std::ios::binary);
+      f.write(reinterpret_cast<const char*>(g.data()), static_cast<std::streamsize>(g.size() * sizeof(float)));
+    }
+  }
+#if KBRL_TORCH_CUDA
+  if (cuda) {
+    size_t free = 0, total = 0;
+    cudaMemGetInfo(&free, &total);
+    report["device_GiB"] = static_cast<double>(total - free) / (1u << 30);
+  }
+#endif
+  std::ofstream(out / ("rank" + std::to_string(rank) + ".json")) << report.dump(1) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kbrl_lm_dp_rank: %s\n", e.what());
+    return 1;
+  }
+}
