@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -39,6 +41,16 @@ inline RankResults run_ranks(const std::string& exe, const std::vector<std::stri
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   RankResults out;
+  // Rank r's GPU: the r-th (from first_gpu) of this process's visible GPUs.
+  std::vector<std::string> visible;
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"); v && *v) {
+    std::string list = v;
+    for (size_t at = 0; at <= list.size();) {
+      const size_t comma = std::min(list.find(',', at), list.size());
+      visible.push_back(list.substr(at, comma - at));
+      at = comma + 1;
+    }
+  }
   std::vector<ChildProcess> children;
   for (int r = 0; r < size; ++r) {
     SpawnSpec spec;
@@ -50,7 +62,15 @@ inline RankResults run_ranks(const std::string& exe, const std::vector<std::stri
       if (std::strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) != 0 && std::strncmp(*e, "NCCL_NVLS_ENABLE=", 17) != 0)
         env.emplace_back(*e);
     env.push_back("NCCL_NVLS_ENABLE=0");
-    if (gpus) env.push_back("CUDA_VISIBLE_DEVICES=" + std::to_string(first_gpu + r));
+    if (gpus) {
+      const size_t g = static_cast<size_t>(first_gpu + r);
+      if (!visible.empty() && g >= visible.size()) {
+        out.error = "rank " + std::to_string(r) + " needs visible GPU " + std::to_string(g) + "; CUDA_VISIBLE_DEVICES lists " +
+                    std::to_string(visible.size());
+        return out;
+      }
+      env.push_back("CUDA_VISIBLE_DEVICES=" + (visible.empty() ? std::to_string(g) : visible[g]));
+    }
     spec.env = env;
     UniqueFd log(::open((dir / ("rank" + std::to_string(r) + ".log")).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     spec.fds = {{log.get(), 1}, {log.get(), 2}};

@@ -1,13 +1,18 @@
 // kbrl_lm_dp_rank: one rank of a data-parallel GRPO update (policies/lm/data_parallel.h), started by
 // data_parallel_testing.h's run_ranks once per rank (on a GPU each sees one GPU: CUDA_VISIBLE_DEVICES).
 //   kbrl_lm_dp_rank spec=lm:... rank=R size=N store=FILE out=DIR [k=64] [tokens=1024] [steps=2]
-//                   [seed=11] [lr=1e-5] [rank_lora=16]
+//                   [seed=11] [lr=1e-5] [rank_lora=16] [clip=1] [varied=0] [kl=0] [aggregation=sequence_mean]
 // Every rank builds the same model, LoRA adapter (rank_lora, alpha 2 x rank_lora) and batch: k random
-// completions of `tokens` tokens after ReLU's prompt, advantages +1 and -1 in turn. The gradients of
-// steps 1 and 2 (summed over the group, clipped) go to DIR/gradient_step<S>_rank<R>.f32 (raw float32):
+// completions of `tokens` tokens after ReLU's prompt, advantages +1 and -1 in turn; with varied=1 the
+// lengths differ (16 + 7i mod tokens), every third completion answers task 20 instead, and every other
+// one carries sampling log-probs (-5.5 a token, so GRPO's ratios are not all 1). clip: the gradient
+// norm's clip (0 = none, so a gradient summed wrongly shows at its scale). The gradients of steps 1
+// and 2 (summed over the group, clipped) go to DIR/gradient_step<S>_rank<R>.f32 (raw float32):
 // step 2's depends on step 1's optimizer step. Step 1 is the warm-up; the others are the timed ones.
-// DIR/rank<R>.json: the backend, each step's seconds, loss and gradient norm, the batch's tokens and,
-// on a GPU, the memory in use on it after the steps (cudaMemGetInfo: total - free, GiB).
+// DIR/rank<R>.json: the backend, each step's seconds, loss, entropy, KL, gradient norm and tokens and,
+// on a GPU, the memory: in use on the GPU after the steps (cudaMemGetInfo: total - free, with the
+// CUDA context and NCCL's buffers) and the caching allocator's peaks (allocated and reserved), GiB.
+// The rank dies with its parent (a killed test or benchmark leaves no rank waiting in a collective).
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -15,9 +20,13 @@
 #include <map>
 #include <string>
 
+#include <sys/prctl.h>
+#include <csignal>
+
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 #if KBRL_TORCH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <cuda_runtime_api.h>
 #endif
 
@@ -57,6 +66,7 @@ void sync(bool cuda) {
 }
 
 int run(int argc, char** argv) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   const auto args = parse_args(argc, argv);
   const int rank = std::stoi(args.at("rank")), size = std::stoi(args.at("size"));
   const int k = std::stoi(get(args, "k", "64")), tokens = std::stoi(get(args, "tokens", "1024"));
@@ -65,7 +75,16 @@ int run(int argc, char** argv) {
   LmPolicy policy(parse_lm_spec(args.at("spec")));
   const bool cuda = policy.options().model_options.device.rfind("cuda", 0) == 0;
   policy.add_adapter({lora_rank, 2.0 * lora_rank}, 1);
-  policy.set_optimizer({.learning_rate = std::stod(get(args, "lr", "1e-5"))});
+  OptimizerConfig optimizer;
+  optimizer.learning_rate = std::stod(get(args, "lr", "1e-5"));
+  optimizer.max_grad_norm = std::stod(get(args, "clip", "1"));
+  policy.set_optimizer(optimizer);
+  UpdateConfig config;
+  config.kl_coef = std::stod(get(args, "kl", "0"));
+  const std::string aggregation = get(args, "aggregation", "sequence_mean");
+  KBRL_CHECK_INPUT(aggregation == "sequence_mean" || aggregation == "token_mean", "aggregation: sequence_mean or token_mean");
+  config.aggregation = aggregation == "token_mean" ? Aggregation::token_mean : Aggregation::sequence_mean;
+  const bool varied = get(args, "varied", "0") == "1";
   DataParallelOptions joining;
   joining.store = args.at("store");
   joining.rank = rank;
@@ -76,9 +95,11 @@ int run(int argc, char** argv) {
   std::vector<TrainItem> items(static_cast<size_t>(k));
   uint64_t rng = std::stoull(get(args, "seed", "11"));
   for (size_t i = 0; i < items.size(); ++i) {
-    items[i].task = task_spec(19, Scale::kernelbench);
-    for (int t = 0; t < tokens; ++t) items[i].tokens.push_back(static_cast<int>(splitmix64(rng) % 256));
+    items[i].task = task_spec(varied && i % 3 == 2 ? 20 : 19, Scale::kernelbench);
+    const int length = varied ? 16 + static_cast<int>(7 * i) % tokens : tokens;
+    for (int t = 0; t < length; ++t) items[i].tokens.push_back(static_cast<int>(splitmix64(rng) % 256));
     items[i].advantages.assign(items[i].tokens.size(), i % 2 ? 1.0 : -1.0);
+    if (varied && i % 2 == 0) items[i].old_logprobs.assign(items[i].tokens.size(), -5.5);
   }
   nlohmann::json report = {{"rank", rank}, {"size", size}, {"backend", group->backend()}, {"k", k},
                            {"tokens_per_completion", tokens}};
@@ -87,10 +108,11 @@ int run(int argc, char** argv) {
     group->sum(barrier);  // every rank starts the step together
     sync(cuda);
     const auto t0 = std::chrono::steady_clock::now();
-    const UpdateStats st = policy.update(items, UpdateConfig{});
+    const UpdateStats st = policy.update(items, config);
     sync(cuda);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    report["steps"].push_back({{"seconds", seconds}, {"loss", st.loss}, {"grad_norm", st.grad_norm}, {"tokens", st.tokens}});
+    report["steps"].push_back({{"seconds", seconds}, {"loss", st.loss}, {"grad_norm", st.grad_norm}, {"tokens", st.tokens},
+                               {"entropy", st.entropy}, {"kl", st.kl}, {"clip_fraction", st.clip_fraction}});
     if (s <= 2) {
       const std::vector<float> g = policy.last_gradient();
       std::ofstream f(out / ("gradient_step" + std::to_string(s) + "_rank" + std::to_string(rank) + ".f32"), std::ios::binary);
@@ -102,6 +124,9 @@ int run(int argc, char** argv) {
     size_t free = 0, total = 0;
     cudaMemGetInfo(&free, &total);
     report["device_GiB"] = static_cast<double>(total - free) / (1u << 30);
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);  // [0]: every pool
+    report["peak_allocated_GiB"] = static_cast<double>(stats.allocated_bytes[0].peak) / (1u << 30);
+    report["peak_reserved_GiB"] = static_cast<double>(stats.reserved_bytes[0].peak) / (1u << 30);
   }
 #endif
   std::ofstream(out / ("rank" + std::to_string(rank) + ".json")) << report.dump(1) << "\n";

@@ -29,7 +29,7 @@ namespace kbrl::lm {
 
 struct DataParallelGroup::Impl {
   std::function<void(std::vector<at::Tensor>&)> sum, broadcast;
-  std::function<void()> close;  // drops the process group, then the store
+  std::function<void()> shutdown;  // the backend's orderly end where it has one (NCCL on libtorch 2.x)
 };
 
 namespace {
@@ -41,10 +41,10 @@ std::unique_ptr<DataParallelGroup::Impl> bind(c10::intrusive_ptr<Group> group, c
   auto impl = std::make_unique<DataParallelGroup::Impl>();
   impl->sum = [group](std::vector<at::Tensor>& t) { group->allreduce(t)->wait(); };
   impl->broadcast = [group](std::vector<at::Tensor>& t) { group->broadcast(t)->wait(); };
-  impl->close = [group, store]() mutable {
-    group.reset();
-    store.reset();
+  impl->shutdown = [group] {
+    if constexpr (requires(Group& g) { g.shutdown(); }) group->shutdown();
   };
+  (void)store;  // the process group keeps its own reference
   return impl;
 }
 #endif
@@ -113,7 +113,14 @@ DataParallelGroup::DataParallelGroup(int rank, int size, std::string backend, st
     : rank_(rank), size_(size), backend_(std::move(backend)), impl_(std::move(impl)) {}
 
 DataParallelGroup::~DataParallelGroup() {
-  if (impl_ && impl_->close) impl_->close();
+  if (!impl_) return;
+  try {
+    if (impl_->shutdown) impl_->shutdown();
+  } catch (const std::exception&) {  // ending anyway
+  }
+  impl_->sum = nullptr;  // the last references to the process group
+  impl_->broadcast = nullptr;
+  impl_->shutdown = nullptr;
 }
 
 void DataParallelGroup::sum(std::vector<at::Tensor>& tensors) { collective("allreduce", impl_->sum, tensors); }

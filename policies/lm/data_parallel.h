@@ -25,9 +25,12 @@ struct DataParallelOptions {
 
 class DataParallelGroup {
  public:
-  /// Joins the group (returns once all `size` ranks have joined). InputError for a bad rank, size
-  /// or backend name; ApiError when the backend is not in this build (backends() lists those that
-  /// are) or the others do not join within the timeout.
+  /// Joins the group through the store (Gloo connects the ranks here; NCCL at the first collective,
+  /// set_data_parallel's broadcast). InputError for a bad rank, size or backend name; ApiError when
+  /// the backend is not in this build (backends() lists those that are) or the others do not join
+  /// within the timeout. A rank that fails between collectives (out of memory inside an update)
+  /// leaves the others waiting in the next one until the timeout, where NCCL's watchdog ends their
+  /// processes: an error inside a data-parallel update is fatal for the whole group.
   static std::shared_ptr<DataParallelGroup> join(const DataParallelOptions& options, bool cuda);
   /// The backends this build can join with: "nccl", "gloo", or none.
   static std::vector<std::string> backends();
