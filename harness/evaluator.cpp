@@ -226,8 +226,8 @@ std::vector<EvalRecord> Evaluator::evaluate_all(const std::vector<KeyedCandidate
                                                 const std::optional<std::string>& policy,
                                                 const std::vector<std::pair<std::string, ActionInfo>>& actions) {
   std::vector<std::optional<EvalRecord>> out(candidates.size());
-  run_in_order(
-      candidates, [&](size_t i, const EvalRecord& r) { out[i] = r; }, {}, policy, actions);
+  evaluate_each(
+      candidates, [&](size_t i, const EvalRecord& r) { out[i] = r; }, {}, actions, policy);
   std::vector<EvalRecord> records;
   records.reserve(candidates.size());
   for (auto& r : out) records.push_back(std::move(*r));
@@ -237,15 +237,8 @@ std::vector<EvalRecord> Evaluator::evaluate_all(const std::vector<KeyedCandidate
 std::vector<size_t> Evaluator::evaluate_each(const std::vector<KeyedCandidate>& candidates,
                                              const std::function<void(size_t, const EvalRecord&)>& on_record,
                                              const std::function<bool()>& go_on,
-                                             const std::vector<std::pair<std::string, ActionInfo>>& actions) {
-  return run_in_order(candidates, on_record, go_on, std::nullopt, actions);
-}
-
-std::vector<size_t> Evaluator::run_in_order(const std::vector<KeyedCandidate>& candidates,
-                                            const std::function<void(size_t, const EvalRecord&)>& on_record,
-                                            const std::function<bool()>& go_on,
-                                            const std::optional<std::string>& policy,
-                                            const std::vector<std::pair<std::string, ActionInfo>>& actions) {
+                                             const std::vector<std::pair<std::string, ActionInfo>>& actions,
+                                             const std::optional<std::string>& policy) {
   KBRL_ASSERT(actions.empty() || actions.size() == candidates.size(), "{} actions for {} candidates",
               actions.size(), candidates.size());
   std::map<int, TaskSpec> specs;  // each task looked up once; an unknown one is bad input before any work

@@ -107,16 +107,18 @@ class Evaluator {
   std::vector<EvalRecord> evaluate_all(const std::vector<KeyedCandidate>& candidates,
                                        const std::optional<std::string>& policy = std::nullopt,
                                        const std::vector<std::pair<std::string, ActionInfo>>& actions = {});
-  /// evaluate_all for a caller that shares work with others (kbrl serve's dispatchers): each record
-  /// goes to `on_record` (with its candidate's index) as soon as it is made, and before each
-  /// candidate after the first that needs the GPU, `go_on` is asked whether to continue; when it
-  /// says no, the rest are left unevaluated (their compiles finish into the cache) and their indices
-  /// returned. A repeated key gets its first candidate's record, or is left with it. Throws on a
-  /// harness fault like evaluate_all; records made before it were handed over (and logged).
+  /// evaluate_all's one loop, for a caller that shares work with others (kbrl serve's dispatchers):
+  /// each record goes to `on_record` (with its candidate's index) as soon as it is made, and before
+  /// each candidate after the first that needs the GPU, `go_on` (when set) is asked whether to
+  /// continue; when it says no, the rest are left unevaluated (their compiles finish into the cache)
+  /// and their indices returned. A repeated key gets its first candidate's record, or is left with
+  /// it. Throws on a harness fault like evaluate_all; records made before it were handed over (and
+  /// logged).
   std::vector<size_t> evaluate_each(const std::vector<KeyedCandidate>& candidates,
                                     const std::function<void(size_t, const EvalRecord&)>& on_record,
                                     const std::function<bool()>& go_on,
-                                    const std::vector<std::pair<std::string, ActionInfo>>& actions = {});
+                                    const std::vector<std::pair<std::string, ActionInfo>>& actions = {},
+                                    const std::optional<std::string>& policy = std::nullopt);
   /// The same for candidates not keyed yet.
   std::vector<EvalRecord> evaluate_all(const std::vector<Candidate>& candidates,
                                        const std::optional<std::string>& policy = std::nullopt,
@@ -158,11 +160,6 @@ class Evaluator {
   /// A record with the fields every record has (task, key, action, policy, version, timestamp).
   EvalRecord new_record(const TaskSpec& spec, std::string key, const std::string& raw_action,
                         const ActionInfo& action, const std::optional<std::string>& policy) const;
-  /// evaluate_all's and evaluate_each's one loop; returns the indices left unevaluated.
-  std::vector<size_t> run_in_order(const std::vector<KeyedCandidate>& candidates,
-                                   const std::function<void(size_t, const EvalRecord&)>& on_record,
-                                   const std::function<bool()>& go_on, const std::optional<std::string>& policy,
-                                   const std::vector<std::pair<std::string, ActionInfo>>& actions);
   EvalRecord finish(const TaskSpec& spec, const KeyedCandidate& candidate, const CompileResult& compiled,
                     const std::string& raw_action, const std::optional<std::string>& policy,
                     const ActionInfo& action = {});
