@@ -151,6 +151,7 @@ TEST(ExperimentPrograms, GpusEvaluateThroughOneQueueAndTheRunsLog) {
   const fs::path dir = results / "tiny" / "base_policy";
   const nlohmann::json settings = nlohmann::json::parse(file_text(dir / "settings.json"));
   EXPECT_EQ(settings.at("gpus"), (nlohmann::json{0, 1}));
+  EXPECT_EQ(settings.at("compile_only"), true) << "--gpus on a machine without a GPU compiles only";
   const std::string log = file_text(dir / "rollouts.jsonl");
   EXPECT_GT(std::count(log.begin(), log.end(), '\n'), 0);
   ASSERT_EQ(run(command), 0);

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -160,6 +161,7 @@ int run(const Options& o) {
   std::unique_ptr<RolloutLog> log;
   std::unique_ptr<serving::LocalServer> local_server;  // --gpus: every listed GPU behind one queue
   std::vector<int> gpus;                               // their indices (settings.json)
+  std::optional<bool> compile_only;                    // the evaluator in this process or --gpus: compiling only?
   EvalFlags flags;  // the evaluator's settings of this run (in process or on a server)
   flags.scale = std::string(to_string(ctx.scale));
   flags.mode = o.mode;
@@ -186,6 +188,7 @@ int run(const Options& o) {
     EvalSettings s = eval_settings(flags);
     s.compile_only = !gpu;
     ctx.compile_only = !gpu;
+    compile_only = !gpu;
     if (!gpu)
       std::fprintf(stderr, "kbrl-experiment %s: no GPU (%s): compiling only, for %s; compiled candidates get "
                    "outcome not_run\n", experiment.name.c_str(), reason.c_str(), o.arch.c_str());
@@ -235,10 +238,9 @@ int run(const Options& o) {
                                {"evaluator", o.evaluator},
                                {"gpus", gpus},
                                {"settings", budget_json(ctx.budget)}};
-    if (evaluator) {
-      settings["compile_only"] = evaluator->settings().compile_only;
-      if (!evaluator->settings().compile_only) settings["device"] = evaluator->device().name;
-    }
+    if (compile_only) settings["compile_only"] = *compile_only;
+    if (evaluator && !evaluator->settings().compile_only) settings["device"] = evaluator->device().name;
+    // --gpus: each record in rollouts.jsonl names the GPU that evaluated it.
     if (synthetic) settings["note"] = "synthetic reward table (a fixed table in place of the GPU evaluator): not measurements";
     if (!no_gpu.empty()) settings["no_gpu"] = no_gpu;
     std::ofstream(ctx.dir / "settings.json") << settings.dump(2) << "\n";
