@@ -37,14 +37,13 @@ namespace {
 #if KBRL_C10D_NCCL || KBRL_C10D_GLOO
 // Binds a c10d process group's collectives (the same calls on libtorch 1.13 and 2.x).
 template <class Group>
-std::unique_ptr<DataParallelGroup::Impl> bind(c10::intrusive_ptr<Group> group, c10::intrusive_ptr<c10d::FileStore> store) {
+std::unique_ptr<DataParallelGroup::Impl> bind(c10::intrusive_ptr<Group> group) {
   auto impl = std::make_unique<DataParallelGroup::Impl>();
   impl->sum = [group](std::vector<at::Tensor>& t) { group->allreduce(t)->wait(); };
   impl->broadcast = [group](std::vector<at::Tensor>& t) { group->broadcast(t)->wait(); };
   impl->shutdown = [group] {
     if constexpr (requires(Group& g) { g.shutdown(); }) group->shutdown();
   };
-  (void)store;  // the process group keeps its own reference
   return impl;
 }
 #endif
@@ -88,14 +87,14 @@ std::shared_ptr<DataParallelGroup> DataParallelGroup::join(const DataParallelOpt
     if (backend == "nccl") {
       auto options = c10d::ProcessGroupNCCL::Options::create();
       options->timeout = timeout;
-      impl = bind(c10::make_intrusive<c10d::ProcessGroupNCCL>(store, o.rank, o.size, options), store);
+      impl = bind(c10::make_intrusive<c10d::ProcessGroupNCCL>(store, o.rank, o.size, options));
     }
 #endif
 #if KBRL_C10D_GLOO
     if (backend == "gloo") {
       auto options = c10d::ProcessGroupGloo::Options::create(timeout);
       options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-      impl = bind(c10::make_intrusive<c10d::ProcessGroupGloo>(store, o.rank, o.size, options), store);
+      impl = bind(c10::make_intrusive<c10d::ProcessGroupGloo>(store, o.rank, o.size, options));
     }
 #endif
   } catch (const c10::Error& e) {
