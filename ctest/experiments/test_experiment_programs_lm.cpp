@@ -7,6 +7,7 @@
 // tokens. A random model writes no kernel that compiles, so no reward is earned here: what RLVR does
 // to a real model's compile rate is measured with SmolLM2 (results/cpu-2core/lm-smoke-smollm2).
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,50 @@ TEST(ExperimentProgramsLm, EveryExperimentTrainsAndSamplesALanguageModel) {
   const nlohmann::json per_task = nlohmann::json::parse(file_text(tiny / "per_task_ttt" / "settings.json"));
   EXPECT_EQ(per_task.at("settings").at("per_task_ttt_temperature"), 0.4);
   EXPECT_EQ(testing::read_csv(tiny / "per_task_ttt" / "per_task_ttt_summary.csv").rows.size(), 4u);
+  fs::remove_all(results);
+}
+
+// best_of_n of the language model as given (--from loaded: no base_policy run), with sampling
+// overlapping evaluation (--overlap on) and without: the same rows in the same order; the flags' bad
+// values and uses are refused with what to do.
+TEST(ExperimentProgramsLm, BestOfNSamplesTheModelAsLoadedAndOverlapChangesNoRow) {
+  const fs::path results = fs::temp_directory_path() / ("kbrl-test-bon-loaded-" + std::to_string(::getpid()));
+  fs::remove_all(results);
+  const std::string model = "lm:random:1x64:1,max_tokens=8,shots=0,system=none";
+  const std::string flags = " best_of_n --budget tiny --arch sm_90 --from loaded --policy " + model;
+  std::map<std::string, std::vector<std::vector<std::string>>> rows;
+  for (const std::string overlap : {"off", "on", "auto"}) {
+    SCOPED_TRACE(overlap);
+    const fs::path dir = results / overlap;
+    std::string output;
+    ASSERT_EQ(run_output(std::string(KBRL_EXPERIMENT) + flags + " --overlap " + overlap + " --results " + dir.string(),
+                         &output), 0) << output;
+    const nlohmann::json settings = nlohmann::json::parse(file_text(dir / "tiny" / "best_of_n" / "settings.json"));
+    EXPECT_EQ(settings.at("from"), "loaded");
+    EXPECT_EQ(settings.at("overlap"), overlap == "on") << "auto: the model is on the CPU, so no overlap";
+    const auto table = testing::read_csv(dir / "tiny" / "best_of_n" / "samples.csv");
+    ASSERT_FALSE(table.rows.empty());
+    EXPECT_EQ(table.rows.front().at("policy"), "lm_loaded");
+    for (const auto& row : table.rows) {
+      std::vector<std::string> kept;
+      for (const char* column : {"run", "task_id", "sample", "tokens", "logprob", "outcome", "text"})
+        kept.push_back(row.at(column));
+      rows[overlap].push_back(kept);
+    }
+  }
+  EXPECT_EQ(rows["on"], rows["off"]);
+  EXPECT_EQ(rows["auto"], rows["off"]);
+  const std::string bad_flags = " --budget tiny --arch sm_90 --results " + (results / "bad").string();
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {" best_of_n --from loaded", "--policy lm:MODEL"},
+           {" ttt --from loaded --policy " + model, "base_policy's checkpoints"},
+           {" best_of_n --from scratch --policy " + model, "unknown --from 'scratch'"},
+           {" best_of_n --overlap sometimes --policy " + model, "unknown --overlap 'sometimes'"}}) {
+    SCOPED_TRACE(args);
+    std::string output;
+    EXPECT_NE(run_output(std::string(KBRL_EXPERIMENT) + args + bad_flags, &output), 0) << output;
+    EXPECT_NE(output.find(says), std::string::npos) << output;
+  }
   fs::remove_all(results);
 }
 

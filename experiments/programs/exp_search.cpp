@@ -42,13 +42,17 @@ std::vector<int> k_grid(int max_k) {
 
 void best_of_n(ExperimentContext& ctx) {
   const ExperimentBudget& b = ctx.budget;
-  // The policy after base_policy's RLVR (the schedule policy or lm:...), or a served model as served.
+  // The policy after base_policy's RLVR (the schedule policy or lm:...), a served model as served,
+  // or (--from loaded) the language model as --policy gives it.
   std::unique_ptr<Policy> policy;
   if (ctx.served_model())
     policy = ctx.served_policy();
+  else if (ctx.from_loaded)
+    policy = ctx.new_policy();
   else
     policy = ctx.load_policy(ctx.base_checkpoint());
-  const std::string label = ctx.served_model() ? policy->name() : ctx.policy_label("rlvr");
+  const std::string label =
+      ctx.served_model() ? policy->name() : ctx.policy_label(ctx.from_loaded ? "loaded" : "rlvr");
   CsvTable samples(ctx.dir / "samples.csv", schemas::samples());
   CsvTable selected(ctx.dir / "bon_selected.csv", schemas::bon_selected());
   CsvTable scaling(ctx.dir / "bon_scaling.csv", schemas::bon_scaling());

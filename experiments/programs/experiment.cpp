@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <future>
 #include <sstream>
 
 #include <kbrl/csv.h>
@@ -269,10 +270,8 @@ std::vector<std::vector<Rollout>> sample_and_evaluate(ExperimentContext& ctx, Po
                                                       double temperature, uint64_t seed,
                                                       CsvTable* samples_csv, const std::string& run) {
   std::vector<std::vector<Rollout>> out;
-  for (int id : tasks) {
-    const TaskSpec task = task_spec(id, ctx.scale);
-    const std::vector<Sample> samples = policy.sample(task, k, temperature, seed ^ static_cast<uint64_t>(id));
-    std::vector<Rollout> rollouts = ctx.env->evaluate(task, samples, policy_label);
+  // Rows, progress and the returned rollouts in task order, on this thread.
+  auto record = [&](int id, std::vector<Rollout> rollouts) {
     int fast = 0, sig_fast = 0, correct = 0;
     double best = 0;
     for (size_t i = 0; i < rollouts.size(); ++i) {
@@ -288,7 +287,25 @@ std::vector<std::vector<Rollout>> sample_and_evaluate(ExperimentContext& ctx, Po
       ctx.progress(fmt::format("{} {} task {}: {} samples, {} correct, {} fast ({} significantly), best {:.3f}x",
                                run, policy_label, id, k, correct, fast, sig_fast, best));
     out.push_back(std::move(rollouts));
+  };
+  // At most one evaluation in flight (the environment is used by one thread at a time); the policy
+  // samples only on this thread. A throw waits for the evaluation in flight (the future's end).
+  std::future<std::vector<Rollout>> pending;
+  int pending_id = 0;
+  for (int id : tasks) {
+    const TaskSpec task = task_spec(id, ctx.scale);
+    std::vector<Sample> samples = policy.sample(task, k, temperature, seed ^ static_cast<uint64_t>(id));
+    if (!ctx.overlap_sampling) {
+      record(id, ctx.env->evaluate(task, samples, policy_label));
+      continue;
+    }
+    if (pending.valid()) record(pending_id, pending.get());
+    pending = std::async(std::launch::async, [&ctx, &policy_label, task, s = std::move(samples)] {
+      return ctx.env->evaluate(task, s, policy_label);
+    });
+    pending_id = id;
   }
+  if (pending.valid()) record(pending_id, pending.get());
   return out;
 }
 

@@ -123,6 +123,12 @@ struct ExperimentContext {
   /// The --env this run was given (evaluator, synthetic or auto), for the command a missing input
   /// names.
   std::string env_flag = "evaluator";
+  /// --from loaded: best_of_n samples the policy as --policy gives it (its adapter included)
+  /// instead of base_policy's RLVR checkpoint.
+  bool from_loaded = false;
+  /// --overlap: sample_and_evaluate samples a task while the previous task's samples are evaluated
+  /// (the model and the evaluator on different GPUs, so neither disturbs the other's timing).
+  bool overlap_sampling = false;
 
   /// Is a language model the policy (--policy lm:... or endpoint:...)?
   bool language_model() const { return !policy_spec.empty(); }
@@ -182,7 +188,8 @@ const Experiment& experiment_named(const std::string& name);  // InputError list
 inline std::string seed_observation(uint64_t seed) { return "seed " + std::to_string(seed); }
 
 /// Samples and evaluates `k` samples per task, appending rows of schemas::samples() (run, policy
-/// name) and returning the rollouts per task (in `tasks` order).
+/// name) and returning the rollouts per task (in `tasks` order). With ctx.overlap_sampling a task is
+/// sampled while the previous one's samples are evaluated on another thread (same rows, same order).
 std::vector<std::vector<Rollout>> sample_and_evaluate(ExperimentContext& ctx, Policy& policy,
                                                       const std::string& policy_label,
                                                       const std::vector<int>& tasks, int k,

@@ -5,6 +5,7 @@
 // to RESULTS/synthetic/BUDGET/NAME/, never beside measured ones in RESULTS/BUDGET/NAME/.
 // Exit codes: 0 done, 2 bad input, 1 harness error, 77 skipped (no GPU for the evaluator; with
 // --check-gpu: no GPU usable).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -53,6 +54,8 @@ struct Options {
   std::string evaluator;   // kbrl serve URL(s): evaluate there instead of in this process
   std::string token_file;  // their bearer token
   std::string gpus;        // "" = the evaluator in this process on device 0; else an in-process kbrl serve on these
+  std::string from = "rlvr";     // best_of_n's policy: rlvr (base_policy's checkpoint) or loaded (--policy as given)
+  std::string overlap = "auto";  // sample the next task while one is evaluated: auto, on, off
   bool list = false;
   bool check_gpu = false;
 };
@@ -75,6 +78,22 @@ std::string resolve_env(const Options& o, std::string* reason) {
   }
   if (o.env != "auto" || !o.arch.empty() || !o.policy.empty()) return o.env == "auto" ? "evaluator" : o.env;
   return gpu_available(reason) ? "evaluator" : "synthetic";
+}
+
+// --overlap: on and off as said; auto overlaps where a language model in this process samples on a
+// GPU the evaluator does not time on (--policy lm:...,device=cuda:N with an evaluator on other GPUs:
+// --gpus not listing N, or the in-process evaluator on GPU 0 and N != 0). Anywhere else (a model on the
+// CPU, a served model or evaluator whose GPUs this process cannot see) sampling waits for evaluation.
+bool overlap_sampling(const Options& o, const std::string& env_name, const std::vector<int>& evaluator_gpus) {
+  if (o.overlap != "auto") return o.overlap == "on";
+  if (env_name != "evaluator" || !is_lm_policy(o.policy)) return false;
+  PolicyOptions p;
+  p.name = o.policy;
+  const std::string device = policy_device(p);
+  if (device.rfind("cuda", 0) != 0) return false;
+  const int model_gpu = device.size() > 5 ? std::atoi(device.c_str() + 5) : 0;  // cuda or cuda:N
+  const std::vector<int> timing = o.gpus.empty() ? std::vector<int>{0} : evaluator_gpus;
+  return std::find(timing.begin(), timing.end(), model_gpu) == timing.end();
 }
 
 // --check-gpu: what --env auto would decide, for scripts (the plots case of ctest -L experiments).
@@ -150,6 +169,18 @@ int run(const Options& o) {
     KBRL_CHECK_INPUT(!synthetic, "--env synthetic scores knob configurations, not a language model's text");
     ctx.budget = language_model_budget(ctx.budget);
   }
+  KBRL_CHECK_INPUT(o.from == "rlvr" || o.from == "loaded", "unknown --from '{}' (rlvr, loaded)", o.from);
+  if (o.from == "loaded") {
+    KBRL_CHECK_INPUT(experiment.name == "best_of_n",
+                     "--from loaded: best_of_n samples the policy as loaded; {} starts from base_policy's checkpoints",
+                     experiment.name);
+    KBRL_CHECK_INPUT(is_lm_policy(o.policy),
+                     "--from loaded samples a language model as given: name it with --policy lm:MODEL[,adapter=FILE] "
+                     "(a served model is always sampled as served)");
+    ctx.from_loaded = true;
+  }
+  KBRL_CHECK_INPUT(o.overlap == "auto" || o.overlap == "on" || o.overlap == "off",
+                   "unknown --overlap '{}' (auto, on, off)", o.overlap);
   ctx.scale = parse_scale(o.scale.empty() ? (synthetic ? "small" : "kernelbench") : o.scale);
   const auto start = std::chrono::steady_clock::now();
   ctx.progress = [&](const std::string& line) {
@@ -210,6 +241,7 @@ int run(const Options& o) {
       env = std::make_unique<EvaluatorEnvironment>(*evaluator);
     }
   }
+  ctx.overlap_sampling = overlap_sampling(o, env_name, gpus);
   std::filesystem::create_directories(ctx.dir);
   std::unique_ptr<CsvTable> judge_csv;
   std::unique_ptr<JudgedEnvironment> judged;
@@ -237,6 +269,8 @@ int run(const Options& o) {
                                {"policy", o.policy},           {"arch", o.arch},
                                {"evaluator", o.evaluator},
                                {"gpus", gpus},
+                               {"from", o.from},
+                               {"overlap", ctx.overlap_sampling},
                                {"settings", budget_json(ctx.budget)}};
     if (compile_only) settings["compile_only"] = *compile_only;
     if (evaluator && !evaluator->settings().compile_only) settings["device"] = evaluator->device().name;
@@ -314,6 +348,14 @@ int main(int argc, char** argv) {
   app.add_option("--gpus", o.gpus,
                  "evaluate on these GPUs of this host (all, or indices like 0,1) through kbrl serve's scheduler in "
                  "this process: one worker per GPU, one queue (default: the evaluator in this process on GPU 0)");
+  app.add_option("--from", o.from,
+                 "best_of_n's policy: rlvr (base_policy's RLVR checkpoint, the reports' setup) or loaded (the "
+                 "--policy lm:MODEL as given, e.g. with adapter=FILE; base_policy need not run)")
+      ->capture_default_str();
+  app.add_option("--overlap", o.overlap,
+                 "sample the next task while the last one's samples are evaluated: auto (where the language "
+                 "model's GPU is not one the evaluator times on, e.g. device=cuda:0 with --gpus 1,2,3), on or off")
+      ->capture_default_str();
   app.set_version_flag("--version", "kbrl-experiment " + std::string(kbrl::kbrl_version()));
   return kbrl::cli::run_program("kbrl-experiment", app, argc, argv, [&] {
     const int code = kbrl::run(o);
