@@ -192,9 +192,14 @@ void BM_TrainStepGpu1p5B(benchmark::State& state) {
 // allocator's): a rank's passes have the same size on any number of GPUs (micro-batches of 8), so
 // memory per GPU does not fall with more GPUs, only each rank's number of passes; grad_rel_diff1 and
 // grad_rel_diff2: the summed gradient of steps 1 and 2 against the 1-GPU case's (relative L2; step
-// 2's follows step 1's optimizer step; gradients clipped at norm 1 as the experiments do), with
-// within_tolerance = 1 when both are at most 1e-2 (bfloat16 passes over other rows: the 2-core CPU
-// test holds float32 to 1e-5); ranks_agree: every rank holds the same sum.
+// 2's follows step 1's optimizer step; gradients clipped at norm 1 as the experiments do). Those mix
+// two effects: the ranks' micro-batches hold other rows than one GPU's (rank r takes every N-th
+// completion), and bfloat16 passes over other rows round otherwise; and the sums' order. So each
+// case of N > 1 GPUs also runs one process (untimed) over the same micro-batches as its N ranks
+// (kbrl_lm_dp_rank as_ranks=N): same_batches_diff1/2 is the data-parallel gradient against that one
+// (the order of float32 sums alone), regroup_diff1/2 that one against the 1-GPU case's (the
+// regrouping alone: bfloat16's noise, not the data parallelism); within_tolerance = 1 when
+// same_batches_diff1 and 2 are at most 1e-3. ranks_agree: every rank holds the same sum.
 void BM_TrainStepDataParallel(benchmark::State& state) {
   const int gpus = static_cast<int>(state.range(0));
   if (!torch::cuda::is_available() || static_cast<int>(torch::cuda::device_count()) < gpus) {
@@ -237,8 +242,24 @@ void BM_TrainStepDataParallel(benchmark::State& state) {
   if (!one_gpu[0].empty()) {
     state.counters["grad_rel_diff1"] = kbrl::testing::relative_difference(run.gradients[0], one_gpu[0]);
     state.counters["grad_rel_diff2"] = kbrl::testing::relative_difference(run.gradients2[0], one_gpu[1]);
-    state.counters["within_tolerance"] =
-        state.counters["grad_rel_diff1"] <= 1e-2 && state.counters["grad_rel_diff2"] <= 1e-2 ? 1 : 0;
+  }
+  if (gpus > 1) {
+    std::vector<std::string> same = args;
+    same.push_back("as_ranks=" + std::to_string(gpus));
+    const auto one = kbrl::testing::run_ranks(KBRL_LM_DP_RANK, same, 1, dir, true, std::chrono::seconds(300));
+    if (!one.error.empty()) {
+      state.SkipWithError(("one process over the ranks' micro-batches: " + one.error.substr(0, 1900)).c_str());
+      return;
+    }
+    const double d1 = kbrl::testing::relative_difference(run.gradients[0], one.gradients[0]);
+    const double d2 = kbrl::testing::relative_difference(run.gradients2[0], one.gradients2[0]);
+    state.counters["same_batches_diff1"] = d1;
+    state.counters["same_batches_diff2"] = d2;
+    if (!one_gpu[0].empty()) {
+      state.counters["regroup_diff1"] = kbrl::testing::relative_difference(one.gradients[0], one_gpu[0]);
+      state.counters["regroup_diff2"] = kbrl::testing::relative_difference(one.gradients2[0], one_gpu[1]);
+    }
+    state.counters["within_tolerance"] = d1 <= 1e-3 && d2 <= 1e-3 ? 1 : 0;
   }
   std::filesystem::remove_all(dir);
 }

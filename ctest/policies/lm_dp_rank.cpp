@@ -2,6 +2,7 @@
 // data_parallel_testing.h's run_ranks once per rank (on a GPU each sees one GPU: CUDA_VISIBLE_DEVICES).
 //   kbrl_lm_dp_rank spec=lm:... rank=R size=N store=FILE out=DIR [k=64] [tokens=1024] [steps=2]
 //                   [seed=11] [lr=1e-5] [rank_lora=16] [clip=1] [varied=0] [kl=0] [aggregation=sequence_mean]
+//                   [as_ranks=1]
 // Every rank builds the same model, LoRA adapter (rank_lora, alpha 2 x rank_lora) and batch: k random
 // completions of `tokens` tokens after ReLU's prompt, advantages +1 and -1 in turn; with varied=1 the
 // lengths differ (16 + 7i mod tokens), every third completion answers task 20 instead, and every other
@@ -9,6 +10,9 @@
 // norm's clip (0 = none, so a gradient summed wrongly shows at its scale). The gradients of steps 1
 // and 2 (summed over the group, clipped) go to DIR/gradient_step<S>_rank<R>.f32 (raw float32):
 // step 2's depends on step 1's optimizer step. Step 1 is the warm-up; the others are the timed ones.
+// as_ranks=N (with size=1): the batch reordered into the shares N ranks would take (rank 0's, then
+// rank 1's, ...), so one process forms the same micro-batches as N ranks do: its gradient differs
+// from theirs only by the order of the float32 sums.
 // DIR/rank<R>.json: the backend, each step's seconds, loss, entropy, KL, gradient norm and tokens and,
 // on a GPU, the memory: in use on the GPU after the steps (cudaMemGetInfo: total - free, with the
 // CUDA context and NCCL's buffers) and the caching allocator's peaks (allocated and reserved), GiB.
@@ -85,6 +89,8 @@ int run(int argc, char** argv) {
   KBRL_CHECK_INPUT(aggregation == "sequence_mean" || aggregation == "token_mean", "aggregation: sequence_mean or token_mean");
   config.aggregation = aggregation == "token_mean" ? Aggregation::token_mean : Aggregation::sequence_mean;
   const bool varied = get(args, "varied", "0") == "1";
+  const int as_ranks = std::stoi(get(args, "as_ranks", "1"));
+  KBRL_CHECK_INPUT(as_ranks >= 1 && (as_ranks == 1 || size == 1), "as_ranks=N reorders one process's batch (size=1)");
   DataParallelOptions joining;
   joining.store = args.at("store");
   joining.rank = rank;
@@ -100,6 +106,12 @@ int run(int argc, char** argv) {
     for (int t = 0; t < length; ++t) items[i].tokens.push_back(static_cast<int>(splitmix64(rng) % 256));
     items[i].advantages.assign(items[i].tokens.size(), i % 2 ? 1.0 : -1.0);
     if (varied && i % 2 == 0) items[i].old_logprobs.assign(items[i].tokens.size(), -5.5);
+  }
+  if (as_ranks > 1) {
+    std::vector<TrainItem> shares;
+    for (int r = 0; r < as_ranks; ++r)
+      for (size_t i = static_cast<size_t>(r); i < items.size(); i += static_cast<size_t>(as_ranks)) shares.push_back(items[i]);
+    items = std::move(shares);
   }
   nlohmann::json report = {{"rank", rank}, {"size", size}, {"backend", group->backend()}, {"k", k},
                            {"tokens_per_completion", tokens}};
