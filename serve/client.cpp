@@ -11,6 +11,7 @@
 
 #include <kbrl/error.h>
 #include <harness/evaluator.h>  // count_harness_errors
+#include <harness/record/json_text.h>
 #include <kbrl/http_client.h>
 
 namespace kbrl::serving {
@@ -130,7 +131,9 @@ Client::~Client() = default;
 
 std::vector<EvalRecord> Client::evaluate(const nlohmann::json& items) {
   KBRL_CHECK_INPUT(items.is_array() && !items.empty(), "evaluate needs a non-empty array of items");
-  const std::string body = Json{{"items", items}}.dump();
+  Json doc = {{"items", items}};
+  keep_exact_bytes(doc);  // a model's output need not be UTF-8: its exact bytes travel as base64
+  const std::string body = doc.dump();
   const Json answer = impl_->request("/v1/evaluate", &body);
   KBRL_CHECK_INPUT(answer.contains("records") && answer["records"].is_array() &&
                        answer["records"].size() == items.size(),

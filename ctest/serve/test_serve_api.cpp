@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <harness/record/json_text.h>
+
 #include <serve/api.h>
 #include <serve/client.h>
 
@@ -54,6 +56,31 @@ TEST(ServeApi, ParsesEachKindOfItemWithItsOverrides) {
   EXPECT_EQ(items[2].settings.reward.kind, RewardKind::composite);
   EXPECT_EQ(items[0].settings_id, items[1].settings_id);
   EXPECT_NE(items[0].settings_id, items[2].settings_id);
+}
+
+// A model's output need not be UTF-8 (a token can end inside a character): kbrl's client sends it
+// as UTF-8 with its exact bytes in text_base64, and the server evaluates those bytes.
+TEST(ServeApi, TextThatIsNotUtf8ArrivesWithItsExactBytes) {
+  const std::string text = std::string("```cuda\n// \xBF\xE2\x82\n") + kRelu + "```\n";
+  Json body = {{"items", {{{"task_id", 19}, {"text", text}}}}};
+  EXPECT_THROW(body.dump(), nlohmann::json::type_error);
+  keep_exact_bytes(body);
+  const std::vector<PreparedItem> items = parse_evaluate_request(body.dump(), EvalSettings{});
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_FALSE(items[0].error.has_value());
+  EXPECT_EQ(items[0].raw_action, text);
+  ASSERT_TRUE(items[0].candidate.has_value());
+  // Bytes that are not base64 are the item's error, in its place; the other items go on.
+  const Json bad = {{"items", {{{"task_id", 19}, {"text", "x"}, {"text_base64", "%%%"}}, {{"task_id", 19}, {"text", text}}}}};
+  EXPECT_THROW(parse_evaluate_request(bad.dump(), EvalSettings{}), nlohmann::json::type_error);
+  Json sent = bad;
+  keep_exact_bytes(sent);
+  const std::vector<PreparedItem> answered = parse_evaluate_request(sent.dump(), EvalSettings{});
+  ASSERT_EQ(answered.size(), 2u);
+  ASSERT_TRUE(answered[0].error.has_value());
+  EXPECT_NE(answered[0].error->message.find("base64"), std::string::npos) << answered[0].error->message;
+  EXPECT_FALSE(answered[1].error.has_value());
+  EXPECT_EQ(answered[1].raw_action, text);
 }
 
 TEST(ServeApi, ARewardSpecCarriesItsParameters) {
