@@ -205,6 +205,44 @@ TEST(CliEval, BytesThatAreNotUtf8AreWrittenToTheJsonRecord) {
   }
 }
 
+// A compile child that ends with no result and no limit reached (seen on a loaded GPU host: exit
+// status 2, the same source compiling the next time) is run again, up to twice: once is not the
+// candidate's compile error; every time is, with what the child printed. The child here is a script
+// (KBRL_NVRTC_CHILD) that fails its first FAILS starts, then becomes the real one.
+TEST(CliEval, ACompileChildThatDiesUnexplainedIsRunAgain) {
+  const auto dir = fresh_dir("kbrl-cli-flaky-child", "runs");
+  const std::string relu = read_bytes(kernel("known_good/relu.cu"));
+  for (const int fails : {1, 3}) {
+    SCOPED_TRACE(fails);
+    const std::string count = (dir / ("count" + std::to_string(fails))).string();
+    const std::string script = (dir / ("child" + std::to_string(fails) + ".sh")).string();
+    std::ofstream(script) << "#!/bin/sh\n"
+                          << "n=$(/bin/cat " << count << " 2>/dev/null || echo 0)\n"
+                          << "echo $((n + 1)) > " << count << "\n"
+                          << "if [ \"$n\" -lt " << fails << " ]; then echo \"flaky child start $n\"; exit 2; fi\n"
+                          << "exec " << KBRL_NVRTC_CHILD_PATH << " \"$@\"\n";
+    ::chmod(script.c_str(), 0755);
+    // A source of its own (a comment naming this run), so no cached compile answers for it.
+    const std::string file = (dir / ("relu" + std::to_string(fails) + ".cu")).string();
+    std::ofstream(file) << "// flaky child run " << ::getpid() << " " << fails << "\n" << relu;
+    const std::string json = (dir / ("r" + std::to_string(fails) + ".json")).string();
+    const CliResult r = run_shell("KBRL_NVRTC_CHILD=" + script + " " + KBRL_CLI + " eval --task 19 --arch sm_90 --kernel " +
+                                  file + " --json " + json + " 2>&1");
+    const nlohmann::json record = nlohmann::json::parse(read_bytes(json), nullptr, false);
+    ASSERT_TRUE(record.is_object()) << r.output;
+    if (fails == 1) {
+      EXPECT_NE(record.at("outcome"), "compile_error") << r.output;
+      EXPECT_EQ(read_bytes(count), "2\n");
+    } else {
+      EXPECT_EQ(record.at("outcome"), "compile_error") << r.output;
+      EXPECT_NE(r.output.find("without a result"), std::string::npos) << r.output;
+      EXPECT_NE(r.output.find("the same on 3 runs"), std::string::npos) << r.output;
+      EXPECT_NE(r.output.find("flaky child start 2"), std::string::npos) << r.output;
+      EXPECT_EQ(read_bytes(count), "3\n");
+    }
+  }
+}
+
 TEST(CliContract, VersionErrorsAndExitCodes) {
   auto r = run_cli("--version");
   EXPECT_EQ(r.status, 0);

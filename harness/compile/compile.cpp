@@ -164,9 +164,19 @@ CompileResult compile(const Candidate& candidate, const CompileOptions& options,
   job.want_cubin = options.arch.rfind("sm_", 0) == 0;
   job.read_only_dirs = include_dirs(result.options);
   job.sandbox = options.sandbox;
-  // One attempt: the child is exec'd (not forked from this threaded process), so a timeout is the
-  // candidate's own.
+  // The child is exec'd (not forked from this threaded process), so a timeout is the candidate's
+  // own. A child that ends with no result and no limit reached is run again, up to twice: on a
+  // loaded GPU host (a language model sampling, workers on every GPU) 1-2% of compiles once ended
+  // so (exit status 2) and compiled the next time; one that ends so every time is the candidate's.
   NvrtcOutput out = run_nvrtc_isolated(job, options.time_limit_seconds, options.memory_limit_bytes);
+  for (int again = 1; again <= 2 && out.status == NvrtcOutput::Status::died && out.died_unexplained; ++again) {
+    NvrtcOutput next = run_nvrtc_isolated(job, options.time_limit_seconds, options.memory_limit_bytes);
+    if (next.status == NvrtcOutput::Status::died && next.died_unexplained)
+      next.detail = fmt::format("{} (the same on {} runs)", next.detail, again + 1);
+    out = std::move(next);
+  }
+  if (out.status == NvrtcOutput::Status::died && !out.printed.empty())
+    out.detail += fmt::format("; it printed: {}", out.printed);
   result.log = std::move(out.log);
   switch (out.status) {
     case NvrtcOutput::Status::timed_out:

@@ -1,10 +1,12 @@
 #include "compile_child.h"
 
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -68,10 +70,14 @@ NvrtcOutput run_nvrtc_isolated(const NvrtcJob& job, double time_limit_seconds,
   auto [reply_read, reply_write] = make_pipe();
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(std::max(0.0, time_limit_seconds)));
+  // What the child and NVRTC's helpers print (its stdout and stderr): read back here when the child
+  // ends without a reply, so the detail says what it printed before.
+  UniqueFd printed(memfd_create("kbrl-nvrtc-printed", MFD_CLOEXEC));
   SpawnSpec spec;
   spec.argv = {nvrtc_child_path(), std::to_string(getpid())};
   spec.env = std::vector<std::string>{};  // nothing of ours to read in /proc/self/environ
   spec.fds = {{job_read.get(), 0}, {reply_write.get(), kReplyFd}};
+  if (printed) spec.fds.insert(spec.fds.end(), {{printed.get(), 1}, {printed.get(), 2}});
   ChildProcess child = spawn(spec);
   job_read.reset();
   reply_write.reset();
@@ -131,6 +137,14 @@ NvrtcOutput run_nvrtc_isolated(const NvrtcJob& job, double time_limit_seconds,
     out.detail = fmt::format("compile ran out of CPU time (limit {} s)", message.cpu_seconds);
   } else {
     out.detail = fmt::format("compiler process ended by {} without a result{}", describe_wait_status(*status), limit);
+    out.died_unexplained = true;
+  }
+  if (printed) {
+    char text[1024];
+    const ssize_t n = pread(printed.get(), text, sizeof text, 0);
+    std::string_view said(text, n > 0 ? static_cast<size_t>(n) : 0);
+    while (!said.empty() && std::isspace(static_cast<unsigned char>(said.back()))) said.remove_suffix(1);
+    if (!said.empty()) out.printed = std::string(said);
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -107,11 +108,16 @@ int main(int argc, char** argv) {
     reply.str(probe_sandbox_support().describe());
     return write_all(kReplyFd, reply.bytes()) ? 0 : 2;
   }
-  // Keep the parent's stdout and stderr clean: what ptxas prints goes into the reply instead.
-  const int captured = memfd_create("kbrl-nvrtc-output", MFD_CLOEXEC);
-  if (captured >= 0) {
-    dup2(captured, STDOUT_FILENO);
-    dup2(captured, STDERR_FILENO);
+  // What ptxas prints goes into the reply: stdout and stderr are the parent's memfd (a file it reads
+  // back if no reply comes), else (started otherwise) a memfd of our own.
+  struct stat out_stat {};
+  int captured = STDOUT_FILENO;
+  if (fstat(STDOUT_FILENO, &out_stat) != 0 || !S_ISREG(out_stat.st_mode)) {
+    captured = memfd_create("kbrl-nvrtc-output", MFD_CLOEXEC);
+    if (captured >= 0) {
+      dup2(captured, STDOUT_FILENO);
+      dup2(captured, STDERR_FILENO);
+    }
   }
   try {
     const NvrtcOutput out = run_nvrtc(child->job);

@@ -44,6 +44,10 @@ struct NvrtcOutput {
   std::string ptx;
   std::string cubin;
   std::string detail;   // for died: what happened
+  std::string printed;  // for died: what the child printed before it ended (at most 1 KiB)
+  /// died with no limit reached (no signal, no memory or CPU limit): a run of the same compile may
+  /// end otherwise, so the caller compiles again before calling it the candidate's.
+  bool died_unexplained = false;
   std::string sandbox;  // what confined the child ("Landlock ABI 7, own network namespace"; "" none)
 };
 
