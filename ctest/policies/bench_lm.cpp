@@ -198,8 +198,12 @@ void BM_TrainStepGpu1p5B(benchmark::State& state) {
 // case of N > 1 GPUs also runs one process (untimed) over the same micro-batches as its N ranks
 // (kbrl_lm_dp_rank as_ranks=N): same_batches_diff1/2 is the data-parallel gradient against that one
 // (the order of float32 sums alone), regroup_diff1/2 that one against the 1-GPU case's (the
-// regrouping alone: bfloat16's noise, not the data parallelism); within_tolerance = 1 when
-// same_batches_diff1 and 2 are at most 1e-3. ranks_agree: every rank holds the same sum.
+// regrouping alone); the 1-GPU case runs a second process over the same batch (untimed):
+// repeat_diff1/2, the gradient of one GPU against itself (bfloat16 passes on a GPU are not
+// bit-reproducible: 1.2% and 2.6% on an H200). within_tolerance = 1 when same_batches_diff1 and 2
+// are at most twice repeat_diff1 and 2: the data-parallel gradient differs from one GPU's no more
+// than one GPU's differs from itself (a rank's gradient lost or counted twice differs by 30-100%).
+// ranks_agree: every rank holds the same sum.
 void BM_TrainStepDataParallel(benchmark::State& state) {
   const int gpus = static_cast<int>(state.range(0));
   if (!torch::cuda::is_available() || static_cast<int>(torch::cuda::device_count()) < gpus) {
@@ -207,6 +211,7 @@ void BM_TrainStepDataParallel(benchmark::State& state) {
     return;
   }
   static std::vector<float> one_gpu[2];
+  static double repeat[2] = {0, 0};  // one GPU against itself, steps 1 and 2
   const std::vector<std::string> args = {
       "spec=lm:random:qwen2.5-1.5b:1,shots=0,system=none,device=cuda,dtype=bfloat16,micro_batch=8,checkpoint=on",
       "k=64", "tokens=1024", "steps=3", "rank_lora=16", "lr=1e-5"};
@@ -232,6 +237,15 @@ void BM_TrainStepDataParallel(benchmark::State& state) {
   if (gpus == 1) {
     one_gpu[0] = run.gradients[0];
     one_gpu[1] = run.gradients2[0];
+    const auto again = kbrl::testing::run_ranks(KBRL_LM_DP_RANK, args, 1, dir, true, std::chrono::seconds(300));
+    if (!again.error.empty()) {
+      state.SkipWithError(("one GPU again: " + again.error.substr(0, 1900)).c_str());
+      return;
+    }
+    repeat[0] = kbrl::testing::relative_difference(again.gradients[0], one_gpu[0]);
+    repeat[1] = kbrl::testing::relative_difference(again.gradients2[0], one_gpu[1]);
+    state.counters["repeat_diff1"] = repeat[0];
+    state.counters["repeat_diff2"] = repeat[1];
   }
   state.counters["step_s"] = slowest;
   state.counters["tokens/s"] = run.reports[0]["steps"][1]["tokens"].get<double>() / slowest;
@@ -259,7 +273,8 @@ void BM_TrainStepDataParallel(benchmark::State& state) {
       state.counters["regroup_diff1"] = kbrl::testing::relative_difference(one.gradients[0], one_gpu[0]);
       state.counters["regroup_diff2"] = kbrl::testing::relative_difference(one.gradients2[0], one_gpu[1]);
     }
-    state.counters["within_tolerance"] = d1 <= 1e-3 && d2 <= 1e-3 ? 1 : 0;
+    if (repeat[0] > 0 || repeat[1] > 0)
+      state.counters["within_tolerance"] = d1 <= 2 * repeat[0] && d2 <= 2 * repeat[1] ? 1 : 0;
   }
   std::filesystem::remove_all(dir);
 }
