@@ -66,18 +66,16 @@ const std::string& text_field(const Json& value, const std::string& field, const
   return text;
 }
 
-// The item with the exact bytes of a text or candidate that is not UTF-8: JSON carries it as UTF-8
-// with U+FFFD for each bad byte and its bytes in text_base64 (candidate_base64) beside it, as
-// kbrl's client sends a model's output (json_text.h).
-Json exact_bytes(const Json& item, size_t index) {
-  if (!item.is_object()) return item;
-  Json out = item;
+// Gives the item the exact bytes of a text or candidate that is not UTF-8, in place: JSON carries it
+// as UTF-8 with U+FFFD for each bad byte and its bytes in text_base64 (candidate_base64) beside it,
+// as kbrl's client sends a model's output (json_text.h).
+void restore_item_bytes(Json& item, size_t index) {
+  if (!item.is_object()) return;
   try {
-    restore_exact_bytes(out);
+    restore_exact_bytes(item);
   } catch (const InputError& e) {
     throw ApiException(bad_request(fmt::format("items[{}]: {}", index, e.what())));
   }
-  return out;
 }
 
 PreparedItem parse_item(const Json& item, size_t index, const EvalSettings& defaults, const ServeLimits& limits) {
@@ -194,7 +192,7 @@ std::vector<PreparedItem> parse_evaluate_request(std::string_view body, const Ev
     if (name != "items")
       throw ApiException(bad_request(fmt::format("{}: unknown field (the body has only \"items\")", name), name));
   if (!doc.contains("items")) throw ApiException(bad_request("items is missing", "items"));
-  const Json& items = doc["items"];
+  Json& items = doc["items"];
   if (!items.is_array())
     throw ApiException(bad_request(fmt::format("items must be an array, not {}", json_type(items)), "items"));
   if (items.empty()) throw ApiException(bad_request("items is empty: send at least one item", "items"));
@@ -207,7 +205,8 @@ std::vector<PreparedItem> parse_evaluate_request(std::string_view body, const Ev
   size_t readable = 0;
   for (size_t i = 0; i < items.size(); ++i) {
     try {
-      out.push_back(parse_item(exact_bytes(items[i], i), i, defaults, limits));
+      restore_item_bytes(items[i], i);
+      out.push_back(parse_item(items[i], i, defaults, limits));
       ++readable;
     } catch (const ApiException& e) {  // this item's fault: answered in its place, the others go on
       PreparedItem bad;
