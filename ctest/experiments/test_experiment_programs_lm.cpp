@@ -83,6 +83,22 @@ TEST(ExperimentProgramsLm, EveryExperimentTrainsAndSamplesALanguageModel) {
   const nlohmann::json per_task = nlohmann::json::parse(file_text(tiny / "per_task_ttt" / "settings.json"));
   EXPECT_EQ(per_task.at("settings").at("per_task_ttt_temperature"), 0.4);
   EXPECT_EQ(testing::read_csv(tiny / "per_task_ttt" / "per_task_ttt_summary.csv").rows.size(), 4u);
+
+  // A spec's adapter (here kbrl sft's on two known-good kernels) is the warm start: no second SFT on
+  // the known-good kernels, whose NLL is still measured (the epoch-0 row), under the merged adapter.
+  const fs::path again = results / "adapted";
+  std::string output;
+  ASSERT_EQ(run_output(std::string(KBRL_CLI) + " sft --policy " + model + " --teacher known-good --task 19,23 --epochs 2 --out " +
+                           (again / "sft").string(), &output), 0) << output;
+  const std::string adapted = model + ",adapter=" + (again / "sft" / "adapter.pt").string();
+  ASSERT_EQ(run_output(std::string(KBRL_EXPERIMENT) + " base_policy --budget tiny --arch sm_90 --reward composite --policy " +
+                           adapted + " --results " + again.string(), &output), 0) << output;
+  EXPECT_NE(output.find("SFT warm start: the spec's adapter"), std::string::npos) << output;
+  const auto warm = testing::read_csv(again / "tiny" / "base_policy" / "sft_epochs.csv").rows;
+  ASSERT_EQ(warm.size(), 1u);
+  EXPECT_EQ(warm[0].at("epoch"), "0");
+  EXPECT_NE(warm[0].at("nll_per_token"), sft.front().at("nll_per_token")) << "the adapter was not applied";
+  EXPECT_TRUE(fs::exists(again / "tiny" / "base_policy" / "checkpoints" / "final.pt"));
   fs::remove_all(results);
 }
 
