@@ -103,8 +103,8 @@ TEST(ExperimentProgramsLm, EveryExperimentTrainsAndSamplesALanguageModel) {
 }
 
 // best_of_n of the language model as given (--from loaded: no base_policy run), with sampling
-// overlapping evaluation (--overlap on) and without: the same rows in the same order; the flags' bad
-// values and uses are refused with what to do.
+// overlapping evaluation (--overlap on) and without: the same rows in the same order; TTT from the
+// model as given; the flags' bad values and uses are refused with what to do.
 TEST(ExperimentProgramsLm, BestOfNSamplesTheModelAsLoadedAndOverlapChangesNoRow) {
   const fs::path results = fs::temp_directory_path() / ("kbrl-test-bon-loaded-" + std::to_string(::getpid()));
   fs::remove_all(results);
@@ -132,10 +132,22 @@ TEST(ExperimentProgramsLm, BestOfNSamplesTheModelAsLoadedAndOverlapChangesNoRow)
   }
   EXPECT_EQ(rows["on"], rows["off"]);
   EXPECT_EQ(rows["auto"], rows["off"]);
+  // The adaptation experiments start from the model as given too: TTT beside best_of_n's samples,
+  // with no base_policy run.
+  {
+    const fs::path dir = results / "off";
+    std::string output;
+    ASSERT_EQ(run_output(std::string(KBRL_EXPERIMENT) + " ttt --budget tiny --arch sm_90 --from loaded --policy " + model +
+                             " --results " + dir.string(), &output), 0) << output;
+    EXPECT_FALSE(fs::exists(dir / "tiny" / "base_policy"));
+    const nlohmann::json settings = nlohmann::json::parse(file_text(dir / "tiny" / "ttt" / "settings.json"));
+    EXPECT_EQ(settings.at("from"), "loaded");
+    EXPECT_FALSE(testing::read_csv(dir / "tiny" / "ttt" / "equal_budget.csv").rows.empty());
+  }
   const std::string bad_flags = " --budget tiny --arch sm_90 --results " + (results / "bad").string();
   for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
            {" best_of_n --from loaded", "--policy lm:MODEL"},
-           {" ttt --from loaded --policy " + model, "base_policy's checkpoints"},
+           {" policy_sweep --from loaded --policy " + model, "policy_sweep does not start from that checkpoint"},
            {" best_of_n --from scratch --policy " + model, "unknown --from 'scratch'"},
            {" best_of_n --overlap sometimes --policy " + model, "unknown --overlap 'sometimes'"}}) {
     SCOPED_TRACE(args);

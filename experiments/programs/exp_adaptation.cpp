@@ -283,7 +283,7 @@ void transfer(ExperimentContext& ctx) {
   for (size_t from = 0; from < 2; ++from) {
     const size_t to = 1 - from;
     auto base = ctx.load_policy(ctx.base_checkpoint());
-    const auto base_rollouts = sample_and_evaluate(ctx, *base, ctx.policy_label("rlvr"), subsets[to].second, b.ttt_k,
+    const auto base_rollouts = sample_and_evaluate(ctx, *base, ctx.policy_label(ctx.start_stage()), subsets[to].second, b.ttt_k,
                                                    b.temperature, 7, nullptr, "transfer_base");
     auto adapted = ctx.load_policy(ctx.base_checkpoint());
     run_ttt(*adapted, *ctx.env, ctx.ttt_config(subsets[from].second, "adapt_" + subsets[from].first), &steps,

@@ -147,8 +147,12 @@ void ablations(ExperimentContext& ctx) {
     c.k = k;
     run("k", cell(k), c, ctx.base_checkpoint());
   }
-  run("start", "sft_without_rlvr", ctx.ttt_config(b.subset1, ""), ctx.sft_checkpoint());
-  run("start", "rlvr", ctx.ttt_config(b.subset1, ""), ctx.base_checkpoint());
+  if (ctx.from_loaded) {  // the start ablation compares base_policy's stages, which did not run
+    if (ctx.progress) ctx.progress("--from loaded: no start ablation (sft_without_rlvr against rlvr needs base_policy)");
+  } else {
+    run("start", "sft_without_rlvr", ctx.ttt_config(b.subset1, ""), ctx.sft_checkpoint());
+    run("start", "rlvr", ctx.ttt_config(b.subset1, ""), ctx.base_checkpoint());
+  }
   for (double t : b.ablation_temperatures) {
     TttConfig c = ctx.ttt_config(b.subset1, "");
     c.temperature = t;

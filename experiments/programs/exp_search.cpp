@@ -47,12 +47,9 @@ void best_of_n(ExperimentContext& ctx) {
   std::unique_ptr<Policy> policy;
   if (ctx.served_model())
     policy = ctx.served_policy();
-  else if (ctx.from_loaded)
-    policy = ctx.new_policy();
   else
     policy = ctx.load_policy(ctx.base_checkpoint());
-  const std::string label =
-      ctx.served_model() ? policy->name() : ctx.policy_label(ctx.from_loaded ? "loaded" : "rlvr");
+  const std::string label = ctx.served_model() ? policy->name() : ctx.policy_label(ctx.start_stage());
   CsvTable samples(ctx.dir / "samples.csv", schemas::samples());
   CsvTable selected(ctx.dir / "bon_selected.csv", schemas::bon_selected());
   CsvTable scaling(ctx.dir / "bon_scaling.csv", schemas::bon_scaling());

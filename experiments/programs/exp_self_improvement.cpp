@@ -37,8 +37,10 @@ TaskOutcome outcome_of(const std::vector<Rollout>& rollouts) {
 }
 
 /// The RLVR checkpoint of step `step`: base_policy's starting weights with that step's adapter
-/// merged (the report starts search and adaptation from its step-10 checkpoint).
+/// merged (the report starts search and adaptation from its step-10 checkpoint); with --from loaded
+/// the policy as given.
 std::unique_ptr<TrainablePolicy> rlvr_checkpoint(const ExperimentContext& ctx, int step) {
+  if (ctx.from_loaded) return ctx.new_policy();
   auto policy = ctx.load_policy(ctx.input("base_policy", "checkpoints/base.pt"));
   policy->load_adapter(ctx.input("base_policy", fmt::format("checkpoints/adapter_step_{}.pt", step)));
   policy->merge_adapter();
@@ -58,9 +60,9 @@ void per_task_ttt(ExperimentContext& ctx) {
     ctx.env->set_observation(seed_observation(seed));  // each seed times its samples itself
     auto base = rlvr_checkpoint(ctx, b.per_task_ttt_checkpoint_step);
     GreedyPolicy greedy(*base);
-    const auto greedy_rollouts = sample_and_evaluate(ctx, greedy, ctx.policy_label("rlvr_greedy"), b.subset1, 1,
+    const auto greedy_rollouts = sample_and_evaluate(ctx, greedy, ctx.policy_label(ctx.start_stage() + "_greedy"), b.subset1, 1,
                                                      temperature, seed, &samples, fmt::format("greedy_seed{}", seed));
-    const auto bon_rollouts = sample_and_evaluate(ctx, *base, ctx.policy_label("rlvr"), b.subset1, k, temperature,
+    const auto bon_rollouts = sample_and_evaluate(ctx, *base, ctx.policy_label(ctx.start_stage()), b.subset1, k, temperature,
                                                   seed, &samples, fmt::format("best_of_n_seed{}", seed));
     for (size_t t = 0; t < b.subset1.size(); ++t) {
       const int id = b.subset1[t];

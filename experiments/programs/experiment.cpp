@@ -214,6 +214,7 @@ std::unique_ptr<TrainablePolicy> ExperimentContext::new_policy() const {
 
 std::unique_ptr<TrainablePolicy> ExperimentContext::load_policy(const std::filesystem::path& checkpoint) const {
   auto policy = new_policy();
+  if (checkpoint.empty()) return policy;
   policy->load_base(checkpoint);
   return policy;
 }
@@ -253,6 +254,10 @@ const std::vector<Experiment>& experiments() {
     return v;
   }();
   return all;
+}
+
+bool Experiment::starts_from_rlvr() const {
+  return name != "policy_sweep" && std::find(needs.begin(), needs.end(), "base_policy") != needs.end();
 }
 
 const Experiment& experiment_named(const std::string& name) {

@@ -123,8 +123,8 @@ struct ExperimentContext {
   /// The --env this run was given (evaluator, synthetic or auto), for the command a missing input
   /// names.
   std::string env_flag = "evaluator";
-  /// --from loaded: best_of_n samples the policy as --policy gives it (its adapter included)
-  /// instead of base_policy's RLVR checkpoint.
+  /// --from loaded: the experiments that start from base_policy's RLVR checkpoint (best_of_n and
+  /// the adaptation experiments) start from the policy as --policy gives it (its adapter merged).
   bool from_loaded = false;
   /// --overlap: sample_and_evaluate samples a task while the previous task's samples are evaluated
   /// (the model and the evaluator on different GPUs, so neither disturbs the other's timing).
@@ -146,10 +146,16 @@ struct ExperimentContext {
   /// Where another experiment writes; throws InputError naming the experiment to run first when
   /// `file` under it does not exist.
   std::filesystem::path input(const std::string& experiment, const std::string& file) const;
-  /// new_policy() with the base weights of a checkpoint that base_policy wrote.
+  /// new_policy() with the base weights of a checkpoint that base_policy wrote; new_policy() itself
+  /// for an empty path (base_checkpoint() with --from loaded).
   std::unique_ptr<TrainablePolicy> load_policy(const std::filesystem::path& checkpoint) const;
-  /// The RLVR checkpoint of base_policy (the starting point of search and adaptation).
-  std::filesystem::path base_checkpoint() const { return input("base_policy", "checkpoints/final.pt"); }
+  /// The RLVR checkpoint of base_policy (the starting point of search and adaptation); empty with
+  /// --from loaded, which starts them from the policy as given.
+  std::filesystem::path base_checkpoint() const {
+    return from_loaded ? std::filesystem::path{} : input("base_policy", "checkpoints/final.pt");
+  }
+  /// The stage the experiments start from, for policy_label: "rlvr", or "loaded" with --from loaded.
+  std::string start_stage() const { return from_loaded ? "loaded" : "rlvr"; }
   /// The SFT-only checkpoint of base_policy (TTT without RLVR).
   std::filesystem::path sft_checkpoint() const { return input("base_policy", "checkpoints/sft.pt"); }
   /// The samples selection and length_control read: samples_file, else best_of_n's samples.csv.
@@ -174,6 +180,10 @@ struct Experiment {
   bool takes_served_model = false;  // runs with --policy endpoint:... (samples only, no training)
   std::string reward{};  // its reward when --reward is not given ("" = speedup)
   std::string judge{};   // its judge when --judge is not given ("" = none)
+
+  /// Starts from base_policy's RLVR checkpoint, so --from loaded applies: every experiment that
+  /// needs base_policy except policy_sweep, which compares base_policy's stages.
+  bool starts_from_rlvr() const;
 };
 
 /// The names of the experiments that take --policy endpoint:...

@@ -54,7 +54,7 @@ struct Options {
   std::string evaluator;   // kbrl serve URL(s): evaluate there instead of in this process
   std::string token_file;  // their bearer token
   std::string gpus;        // "" = the evaluator in this process on device 0; else an in-process kbrl serve on these
-  std::string from = "rlvr";     // best_of_n's policy: rlvr (base_policy's checkpoint) or loaded (--policy as given)
+  std::string from = "rlvr";     // where experiments start: rlvr (base_policy's checkpoint) or loaded (--policy as given)
   std::string overlap = "auto";  // sample the next task while one is evaluated: auto, on, off
   bool list = false;
   bool check_gpu = false;
@@ -171,9 +171,13 @@ int run(const Options& o) {
   }
   KBRL_CHECK_INPUT(o.from == "rlvr" || o.from == "loaded", "unknown --from '{}' (rlvr, loaded)", o.from);
   if (o.from == "loaded") {
-    KBRL_CHECK_INPUT(experiment.name == "best_of_n",
-                     "--from loaded: best_of_n samples the policy as loaded; {} starts from base_policy's checkpoints",
-                     experiment.name);
+    std::vector<std::string> starting;
+    for (const Experiment& e : experiments())
+      if (e.starts_from_rlvr()) starting.push_back(e.name);
+    KBRL_CHECK_INPUT(experiment.starts_from_rlvr(),
+                     "--from loaded starts an experiment from the --policy as given instead of base_policy's RLVR "
+                     "checkpoint; {} does not start from that checkpoint (--from applies to: {})",
+                     experiment.name, fmt::join(starting, ", "));
     KBRL_CHECK_INPUT(is_lm_policy(o.policy),
                      "--from loaded samples a language model as given: name it with --policy lm:MODEL[,adapter=FILE] "
                      "(a served model is always sampled as served)");
@@ -349,8 +353,9 @@ int main(int argc, char** argv) {
                  "evaluate on these GPUs of this host (all, or indices like 0,1) through kbrl serve's scheduler in "
                  "this process: one worker per GPU, one queue (default: the evaluator in this process on GPU 0)");
   app.add_option("--from", o.from,
-                 "best_of_n's policy: rlvr (base_policy's RLVR checkpoint, the reports' setup) or loaded (the "
-                 "--policy lm:MODEL as given, e.g. with adapter=FILE; base_policy need not run)")
+                 "where best_of_n and the adaptation experiments start: rlvr (base_policy's RLVR checkpoint, the "
+                 "reports' setup) or loaded (the --policy lm:MODEL as given, e.g. with adapter=FILE; base_policy "
+                 "need not run)")
       ->capture_default_str();
   app.add_option("--overlap", o.overlap,
                  "sample the next task while the last one's samples are evaluated: auto (where the language "
