@@ -5,6 +5,9 @@
 //
 // Network (sizes in ScheduleNetConfig):
 //   h_0 = tanh(L2(tanh(L1(task features))))  [+ C(teacher context), SDPO's teacher only]
+//   (C is never trained: the teacher scores without gradients and no loss reads the context, so the
+//   feedback enters as a fixed random projection. This policy cannot do SDPO's feedback teacher; only
+//   the demonstration's copy bonus below is a signal its teacher can use.)
 //   at knob k: h_k = tanh(L3([h_{k-1}, knob embedding, embedding of the previous decision]))
 //              logit(v) = <L4(h_k), value embedding(knob=v)> + value bias(knob=v)
 //                         [+ copy_gain * (v == the demonstration's value), teacher only]

@@ -109,8 +109,12 @@ int check_gpu() {
 
 void print_list() {
   for (const Experiment& e : experiments()) {
-    std::string needs;
-    for (const auto& n : e.needs) needs += (needs.empty() ? "" : ", ") + n;
+    std::string needs, loaded;  // loaded: what it needs with --from loaded (no base_policy)
+    for (const auto& n : e.needs) {
+      needs += (needs.empty() ? "" : ", ") + n;
+      if (n != "base_policy") loaded += (loaded.empty() ? "" : ", ") + n;
+    }
+    if (e.starts_from_rlvr()) needs += "; with --from loaded: " + (loaded.empty() ? std::string("nothing") : loaded);
     std::printf("%-16s %s%s\n", e.name.c_str(), e.reproduces.c_str(),
                 needs.empty() ? "" : ("  [needs: " + needs + "]").c_str());
   }

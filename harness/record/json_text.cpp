@@ -10,35 +10,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-/// The length of the well-formed UTF-8 sequence at text[i] (Unicode 15, table 3-7), 0 when none.
-size_t sequence_length(std::string_view text, size_t i) {
-  const auto byte = [&](size_t k) -> unsigned { return i + k < text.size() ? static_cast<uint8_t>(text[i + k]) : 0x100u; };
-  const unsigned b0 = byte(0);
-  if (b0 < 0x80) return 1;
-  const auto tail = [&](size_t k) { return byte(k) >= 0x80 && byte(k) <= 0xBF; };
-  unsigned lo = 0x80, hi = 0xBF;  // the range of the second byte
-  size_t n = 0;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    n = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    n = 3;
-    if (b0 == 0xE0) lo = 0xA0;  // no overlong forms
-    if (b0 == 0xED) hi = 0x9F;  // no surrogates
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    n = 4;
-    if (b0 == 0xF0) lo = 0x90;
-    if (b0 == 0xF4) hi = 0x8F;  // nothing past U+10FFFF
-  } else {
-    return 0;
-  }
-  if (byte(1) < lo || byte(1) > hi) return 0;
-  for (size_t k = 2; k < n; ++k)
-    if (!tail(k)) return 0;
-  return n;
-}
-
-constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
-
 std::string base64_member(const std::string& name) { return name + std::string(kExactBytesSuffix); }
 
 /// Makes a string valid in place; returns its exact bytes when they had to change, else null.
@@ -67,31 +38,6 @@ Json keep_array(Json& array) {
 }
 
 }  // namespace
-
-bool is_valid_utf8(std::string_view text) {
-  for (size_t i = 0; i < text.size();) {
-    const size_t n = sequence_length(text, i);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
-
-std::string valid_utf8(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    const size_t n = sequence_length(text, i);
-    if (n == 0) {
-      out += kReplacement;
-      ++i;
-    } else {
-      out.append(text.substr(i, n));
-      i += n;
-    }
-  }
-  return out;
-}
 
 void keep_exact_bytes(Json& doc) {
   if (doc.is_array()) {

@@ -12,16 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <kbrl/utf8.h>  // is_valid_utf8, valid_utf8
+
 namespace kbrl {
 
 /// The suffix of the member that keeps a string's exact bytes ("source" -> "source_base64").
 inline constexpr std::string_view kExactBytesSuffix = "_base64";
-
-/// True when `text` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
-bool is_valid_utf8(std::string_view text);
-
-/// `text` with every byte of an ill-formed sequence replaced by U+FFFD; valid text is returned as is.
-std::string valid_utf8(std::string_view text);
 
 /// Makes every string in `doc` (object members and array elements, at any depth) valid UTF-8,
 /// adding the <name>_base64 member beside each one that was not. After it, doc.dump() never throws.
