@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <kbrl/error.h>
+#include <kbrl/utf8.h>
 #include <kernels/action.h>
 #include <policies/endpoint_policy.h>
 #include <policies/endpoint_wire.h>
@@ -124,7 +125,9 @@ class EndpointJudge final : public Judge {
         out[i] = {0, 0, 0, false, "no candidate (format error)"};
         return;
       }
-      json body = {{"messages", {{{"role", "user"}, {"content", judge_prompt(task, source)}}}},
+      // A model's answer may hold bytes that are not UTF-8, which JSON cannot carry: the judge reads
+      // them as U+FFFD.
+      json body = {{"messages", {{{"role", "user"}, {"content", judge_prompt(task, valid_utf8(source))}}}},
                    {"temperature", 0},
                    {"max_tokens", options_.max_tokens},
                    {"response_format", answer_format()}};

@@ -130,6 +130,23 @@ TEST(EndpointJudge, AsksForTheSchemaAtTemperatureZeroAndReadsTheAnswer) {
   EXPECT_NE(prompt.find("19_ReLU"), std::string::npos) << "and the task";
 }
 
+// A byte-level model may end inside a character: the judge is asked about the source with U+FFFD
+// there, instead of the request failing to serialize.
+TEST(EndpointJudge, ASourceThatIsNotUtf8IsAskedAbout) {
+  FakeHttpServer server([](const FakeHttpServer::Request&) {
+    return FakeHttpServer::Reply(
+        200, chat_answer(R"({"correctness": 0.5, "compilability": 0.5, "speed": 0.5, "reasoning": "cut"})").dump());
+  });
+  const std::string cut = std::string(kNaive) + "// \xe2\x86 \x97";
+  const auto scores = make_judge("endpoint:" + server.url() + ",retries=0")->score(task_spec(19, Scale::small), {cut});
+  ASSERT_EQ(scores.size(), 1u);
+  EXPECT_TRUE(scores[0].ok);
+  const auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  const std::string prompt = nlohmann::json::parse(requests[0].body).at("messages").at(0).at("content");
+  EXPECT_NE(prompt.find("// \xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd"), std::string::npos) << prompt.substr(prompt.size() - 200);
+}
+
 TEST(EndpointJudge, AnUnusableAnswerScoresZeroAndADeadServerIsAnError) {
   FakeHttpServer garbage([](const FakeHttpServer::Request&) {
     return FakeHttpServer::Reply(200, chat_answer("I think it is good.").dump());
