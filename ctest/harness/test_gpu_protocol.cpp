@@ -3,6 +3,7 @@
 
 #include <set>
 
+#include <kbrl/base64.h>
 #include <kbrl/error.h>
 
 #include <harness/gpu/compare_kernel.h>

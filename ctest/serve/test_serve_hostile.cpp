@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <harness/record/json_text.h>
-#include <harness/worker/gpu_protocol.h>
+#include <kbrl/base64.h>
 
 #include "serve_process.h"
 #include "serve_testing.h"

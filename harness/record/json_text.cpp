@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <harness/worker/gpu_protocol.h>  // base64_encode, base64_decode
+#include <kbrl/base64.h>
 
 namespace kbrl {
 namespace {

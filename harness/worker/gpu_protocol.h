@@ -14,9 +14,6 @@
 
 namespace kbrl {
 
-std::string base64_encode(std::string_view bytes);
-std::string base64_decode(std::string_view text);  // throws InputError on a malformed text
-
 void to_json(nlohmann::json& j, const DeviceInfo& info);
 void from_json(const nlohmann::json& j, DeviceInfo& info);
 void to_json(nlohmann::json& j, const DevicePeaks& peaks);
