@@ -9,6 +9,8 @@
 #include <kbrl/error.h>
 #include <kernels/candidate_json.h>
 
+#include <harness/stage_values_json.h>  // a trial's JSON
+
 #include "json_text.h"
 
 #ifndef KBRL_VERSION
@@ -21,24 +23,9 @@ namespace {
 using Json = nlohmann::json;
 namespace f = record_field;
 
-// JSON has no NaN or infinity: write them as strings, read both forms.
-Json number(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  return value;
-}
-
-double get_number(const Json& j, const char* field) {
-  const Json& v = j.at(field);
-  if (v.is_number()) return v.get<double>();
-  if (v.is_string()) {
-    const auto& text = v.get_ref<const std::string&>();
-    if (text == "nan") return std::numeric_limits<double>::quiet_NaN();
-    if (text == "inf") return std::numeric_limits<double>::infinity();
-    if (text == "-inf") return -std::numeric_limits<double>::infinity();
-  }
-  throw InputError(fmt::format("record field '{}' is not a number: {}", field, v.dump()));
-}
+// JSON has no NaN or infinity: non-finite numbers are strings (stage_values_json.h).
+Json number(double value) { return json_number(value); }
+double get_number(const Json& j, const char* field) { return json_get_number(j, field); }
 
 template <typename T>
 Json optional_json(const std::optional<T>& value) {
@@ -132,28 +119,6 @@ void to_json(Json& j, const SpeedupInterval& ci) { j = {{f::low, number(ci.low)}
 void from_json(const Json& j, SpeedupInterval& ci) {
   ci.low = get_number(j, f::low);
   ci.high = get_number(j, f::high);
-}
-
-void to_json(Json& j, const TrialCheck& t) {
-  j = {{f::trial, t.trial},
-       {f::seed_id, t.seed_id},
-       {f::passed, t.passed},
-       {f::max_abs_error, number(t.max_abs_error)},
-       {f::max_rel_error, number(t.max_rel_error)},
-       {f::failure, t.failure}};
-  if (t.f64_error) j[f::f64_error] = number(*t.f64_error);
-  if (t.f64_reference_error) j[f::f64_reference_error] = number(*t.f64_reference_error);
-}
-
-void from_json(const Json& j, TrialCheck& t) {
-  t.trial = j.at(f::trial).get<int>();
-  t.seed_id = j.at(f::seed_id).get<std::string>();
-  t.passed = j.at(f::passed).get<bool>();
-  t.max_abs_error = get_number(j, f::max_abs_error);
-  t.max_rel_error = get_number(j, f::max_rel_error);
-  t.failure = j.at(f::failure).get<std::string>();
-  if (j.contains(f::f64_error)) t.f64_error = get_number(j, f::f64_error);
-  if (j.contains(f::f64_reference_error)) t.f64_reference_error = get_number(j, f::f64_reference_error);
 }
 
 void to_json(Json& j, const EvalRecord& r) {

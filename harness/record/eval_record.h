@@ -29,7 +29,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include <harness/stage_values.h>  // TrialCheck
+#include <harness/stage_values.h>  // TrialCheck (its JSON: stage_values_json.h)
 #include <harness/stats.h>
 #include <kbrl/outcome.h>
 #include <kernels/action.h>
@@ -83,15 +83,7 @@ inline constexpr const char* log = "log";
 inline constexpr const char* seconds = "seconds";
 inline constexpr const char* cache_hit = "cache_hit";
 inline constexpr const char* precision_findings = "precision_findings";
-// trials
-inline constexpr const char* trial = "trial";
-inline constexpr const char* seed_id = "seed_id";
-inline constexpr const char* passed = "passed";
-inline constexpr const char* max_abs_error = "max_abs_error";
-inline constexpr const char* max_rel_error = "max_rel_error";
-inline constexpr const char* failure = "failure";
-inline constexpr const char* f64_error = "f64_error";
-inline constexpr const char* f64_reference_error = "f64_reference_error";
+// trials: trial_field (stage_values_json.h)
 // RuntimeStats
 inline constexpr const char* n = "n";
 inline constexpr const char* median_ms = "median_ms";
@@ -170,8 +162,6 @@ void to_json(nlohmann::json& j, const RuntimeStats& stats);
 void from_json(const nlohmann::json& j, RuntimeStats& stats);
 void to_json(nlohmann::json& j, const CompileInfo& compile);
 void from_json(const nlohmann::json& j, CompileInfo& compile);
-void to_json(nlohmann::json& j, const TrialCheck& trial);
-void from_json(const nlohmann::json& j, TrialCheck& trial);
 void to_json(nlohmann::json& j, const EvalRecord& record);
 void from_json(const nlohmann::json& j, EvalRecord& record);
 

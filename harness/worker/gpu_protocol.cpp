@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include <harness/record/eval_record.h>  // a trial's JSON on the wire is the record's (to_json(TrialCheck))
+#include <harness/stage_values_json.h>  // a trial's JSON on the wire is the one the record keeps
 #include <kbrl/base64.h>
 #include <kbrl/error.h>
 #include <kernels/candidate_json.h>
