@@ -104,7 +104,7 @@ TEST_F(Secrets, HiddenIncludesLeakNothing) {
       {"digit separator", fmt::format("int a = 1'2; const char* s = \"'/*\";\n#include \"{}\"\nconst char* t = \"*/\";\n", f)},
       {"line splice", fmt::format("#inc\\\nlude \"{}\"\n", f)},
       {"splice in the path", fmt::format("#include \"{}\\\n{}\"\n", f.substr(0, 5), f.substr(5))},
-      {"trigraph", fmt::format("??=include \"{}\"\n", f)},
+      {"trigraph", fmt::format("?\?=include \"{}\"\n", f)},
       {"digraph", fmt::format("%:include \"{}\"\n", f)},
       {"_Pragma", fmt::format("_Pragma(\"once\") %:include \"{}\"\n", f)},
       {"__has_include", fmt::format("#if __has_include(\"{}\")\n#error FILE_EXISTS\n#endif\n", f)},
