@@ -1,15 +1,13 @@
 #include "eval_record.h"
 
-#include <cmath>
 #include <ctime>
-#include <limits>
 
 #include <nlohmann/json.hpp>
 
 #include <kbrl/error.h>
 #include <kernels/candidate_json.h>
 
-#include <harness/stage_values_json.h>  // a trial's JSON
+#include <harness/stage_values_json.h>  // a trial's JSON; non-finite numbers as strings
 
 #include "json_text.h"
 
@@ -22,10 +20,6 @@ namespace {
 
 using Json = nlohmann::json;
 namespace f = record_field;
-
-// JSON has no NaN or infinity: non-finite numbers are strings (stage_values_json.h).
-Json number(double value) { return json_number(value); }
-double get_number(const Json& j, const char* field) { return json_get_number(j, field); }
 
 template <typename T>
 Json optional_json(const std::optional<T>& value) {
@@ -43,26 +37,26 @@ std::optional<T> get_optional(const Json& j, const char* field) {
 
 void to_json(Json& j, const RuntimeStats& s) {
   j = {{f::n, s.n},
-       {f::median_ms, number(s.median_ms)},
-       {f::mean_ms, number(s.mean_ms)},
-       {f::std_ms, number(s.std_ms)},
-       {f::min_ms, number(s.min_ms)},
-       {f::max_ms, number(s.max_ms)},
-       {f::q1_ms, number(s.q1_ms)},
-       {f::q3_ms, number(s.q3_ms)},
-       {f::iqr_ms, number(s.iqr_ms)}};
+       {f::median_ms, json_number(s.median_ms)},
+       {f::mean_ms, json_number(s.mean_ms)},
+       {f::std_ms, json_number(s.std_ms)},
+       {f::min_ms, json_number(s.min_ms)},
+       {f::max_ms, json_number(s.max_ms)},
+       {f::q1_ms, json_number(s.q1_ms)},
+       {f::q3_ms, json_number(s.q3_ms)},
+       {f::iqr_ms, json_number(s.iqr_ms)}};
 }
 
 void from_json(const Json& j, RuntimeStats& s) {
   s.n = j.at(f::n).get<int64_t>();
-  s.median_ms = get_number(j, f::median_ms);
-  s.mean_ms = get_number(j, f::mean_ms);
-  s.std_ms = get_number(j, f::std_ms);
-  s.min_ms = get_number(j, f::min_ms);
-  s.max_ms = get_number(j, f::max_ms);
-  s.q1_ms = get_number(j, f::q1_ms);
-  s.q3_ms = get_number(j, f::q3_ms);
-  s.iqr_ms = get_number(j, f::iqr_ms);
+  s.median_ms = json_get_number(j, f::median_ms);
+  s.mean_ms = json_get_number(j, f::mean_ms);
+  s.std_ms = json_get_number(j, f::std_ms);
+  s.min_ms = json_get_number(j, f::min_ms);
+  s.max_ms = json_get_number(j, f::max_ms);
+  s.q1_ms = json_get_number(j, f::q1_ms);
+  s.q3_ms = json_get_number(j, f::q3_ms);
+  s.iqr_ms = json_get_number(j, f::iqr_ms);
 }
 
 void to_json(Json& j, const ActionInfo& a) {
@@ -82,7 +76,7 @@ void from_json(const Json& j, ActionInfo& a) {
 void to_json(Json& j, const CompileInfo& c) {
   j = {{f::ok, c.ok},
        {f::log, c.log},
-       {f::seconds, number(c.seconds)},
+       {f::seconds, json_number(c.seconds)},
        {f::cache_hit, c.cache_hit},
        {f::precision_findings, c.precision_findings}};
 }
@@ -90,7 +84,7 @@ void to_json(Json& j, const CompileInfo& c) {
 void from_json(const Json& j, CompileInfo& c) {
   c.ok = j.at(f::ok).get<bool>();
   c.log = j.at(f::log).get<std::string>();
-  c.seconds = get_number(j, f::seconds);
+  c.seconds = json_get_number(j, f::seconds);
   c.cache_hit = j.at(f::cache_hit).get<bool>();
   c.precision_findings = j.at(f::precision_findings).get<std::vector<std::string>>();
 }
@@ -114,11 +108,11 @@ bool is_significantly_fast(const EvalRecord& r, double p) {
   return significantly_fast_event(r.outcome == Outcome::ok, r.speedup, r.speedup_ci, p);
 }
 
-void to_json(Json& j, const SpeedupInterval& ci) { j = {{f::low, number(ci.low)}, {f::high, number(ci.high)}}; }
+void to_json(Json& j, const SpeedupInterval& ci) { j = {{f::low, json_number(ci.low)}, {f::high, json_number(ci.high)}}; }
 
 void from_json(const Json& j, SpeedupInterval& ci) {
-  ci.low = get_number(j, f::low);
-  ci.high = get_number(j, f::high);
+  ci.low = json_get_number(j, f::low);
+  ci.high = json_get_number(j, f::high);
 }
 
 void to_json(Json& j, const EvalRecord& r) {
@@ -135,9 +129,9 @@ void to_json(Json& j, const EvalRecord& r) {
        {f::trials, r.trials},
        {f::runtime, optional_json(r.runtime)},
        {f::reference, optional_json(r.reference)},
-       {f::speedup, number(r.speedup)},
+       {f::speedup, json_number(r.speedup)},
        {f::speedup_ci, optional_json(r.speedup_ci)},
-       {f::reward, number(r.reward)},
+       {f::reward, json_number(r.reward)},
        {f::outcome, to_string(r.outcome)},
        {f::outcome_detail, r.outcome_detail},
        {f::flags, r.flags},
@@ -168,9 +162,9 @@ void from_json(const Json& document, EvalRecord& r) {
   r.trials = j.at(f::trials).get<std::vector<TrialCheck>>();
   r.runtime = get_optional<RuntimeStats>(j, f::runtime);
   r.reference = get_optional<RuntimeStats>(j, f::reference);
-  r.speedup = get_number(j, f::speedup);
+  r.speedup = json_get_number(j, f::speedup);
   if (version >= 3) r.speedup_ci = get_optional<SpeedupInterval>(j, f::speedup_ci);
-  r.reward = get_number(j, f::reward);
+  r.reward = json_get_number(j, f::reward);
   r.outcome = parse_outcome(j.at(f::outcome).get<std::string>());
   r.outcome_detail = j.at(f::outcome_detail).get<std::string>();
   r.flags = j.at(f::flags).get<std::vector<std::string>>();
