@@ -45,7 +45,7 @@ void base_policy(ExperimentContext& ctx) {
     } else if (ctx.progress) {
       ctx.progress(fmt::format("SFT on the known-good kernels of tasks {}", fmt::join(used, ", ")));
     }
-    sft.lora = true;
+    sft.lora = sft.epochs > 0;  // no epochs, nothing learned: no adapter to add and merge
     sft.lora_config = {b.lora_rank, b.lora_alpha};
     sft.batch_size = 4;
   } else {
