@@ -70,6 +70,8 @@ const std::vector<CatalogKernel> kAdversarial = {
    "the plan passes in:x as the kernel's writable workspace: inputs are re-checked"},
   {"write_past_output", 19, "adversarial/write_past_output.cu", Outcome::guard_violation,
    "correct ReLU plus 16 bytes written just past y: guard bands around outputs"},
+  {"write_poison_past_output", 19, "adversarial/write_poison_past_output.cu", Outcome::guard_violation,
+   "correct ReLU plus 16 bytes of 0xFF (the outputs' poison) just past y: guard patterns of their own"},
   {"read_far_out_of_bounds", 19, "adversarial/read_far_out_of_bounds.cu", Outcome::runtime_error,
    "reads 4 TiB past x: illegal address, sticky error, worker restarted"},
   {"race_atomic_sum", 47, "adversarial/race_atomic_sum.cu", Outcome::nondeterministic,

@@ -135,7 +135,8 @@ std::optional<CandidateFault> bind_buffers(const torch::Device& device, JobState
                                         sb.name, sb.bytes, plan_limits::kMaxScratchBytes)};
     state.bindings.scratch.push_back(torch::empty({sb.bytes}, torch::TensorOptions().dtype(torch::kUInt8).device(device)));
   }
-  for (const auto& o : state.spec.outputs) state.outputs.emplace_back(o, device);
+  for (size_t i = 0; i < state.spec.outputs.size(); ++i)  // each output's guards keyed by the job's secret key
+    state.outputs.emplace_back(state.spec.outputs[i], device, derive_seed(state.output_key, {static_cast<int64_t>(i)}));
   for (auto& o : state.outputs) state.bindings.outputs.push_back(o.tensor);
   for (auto& o : state.outputs) state.raw_outputs.push_back(o.raw());
   return std::nullopt;

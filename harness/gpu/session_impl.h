@@ -23,6 +23,7 @@
 #include "cuda_handles.h"
 #include "gpu_session.h"
 #include "gpu_stages.h"
+#include "guarded_output.h"
 #include "step_profile.h"
 
 namespace kbrl {
@@ -108,27 +109,6 @@ struct GpuSession::Impl {
 };
 
 namespace gpu {
-
-inline constexpr int64_t kGuardBytes = 1 << 20;  // poisoned bytes on each side of every output
-inline constexpr uint8_t kPoison = 0xFF;         // NaN for float32, -1 for int64
-
-/// An output with poisoned guard bands on both sides, in one allocation.
-struct GuardedOutput {
-  torch::Tensor buffer;  // uint8: guard | output bytes | guard
-  torch::Tensor tensor;  // the output view the candidate writes
-  int64_t bytes = 0;
-
-  GuardedOutput(const TensorSpec& spec, torch::Device device) : bytes(spec.bytes()) {
-    buffer = torch::empty({kGuardBytes * 2 + bytes}, torch::TensorOptions().dtype(torch::kUInt8).device(device));
-    tensor = buffer.narrow(0, kGuardBytes, bytes).view(to_torch(spec.dtype)).view(spec.shape);
-  }
-  void poison() { buffer.fill_(kPoison); }
-  bool guards_intact() const {
-    return buffer.narrow(0, 0, kGuardBytes).eq(kPoison).all().item<bool>() &&
-           buffer.narrow(0, kGuardBytes + bytes, kGuardBytes).eq(kPoison).all().item<bool>();
-  }
-  torch::Tensor raw() const { return buffer.narrow(0, kGuardBytes, bytes); }
-};
 
 /// The candidate's module and one function per launch of its plan.
 struct LoadedCandidate {
