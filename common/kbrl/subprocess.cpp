@@ -115,7 +115,9 @@ ChildProcess spawn(const SpawnSpec& spec) {
     for (const auto& e : *spec.env) env.push_back(const_cast<char*>(e.c_str()));
   env.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, args[0], &actions, &attributes, args.data(), spec.env ? env.data() : environ);
+  char* const* envp = spec.env ? env.data() : environ;
+  const int rc = spec.search_path ? posix_spawnp(&pid, args[0], &actions, &attributes, args.data(), envp)
+                                  : posix_spawn(&pid, args[0], &actions, &attributes, args.data(), envp);
   if (rc != 0)
     throw ApiError("OS", fmt::format("posix_spawn({})", spec.argv[0]),
                    fmt::format("{} (errno {})", std::strerror(rc), rc), __FILE__, __LINE__);

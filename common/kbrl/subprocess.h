@@ -1,7 +1,7 @@
 #pragma once
 // Child processes, one way: an owned file descriptor, a pipe, a spawn that execs (posix_spawn, safe
 // from a threaded parent) with chosen descriptors and environment, reading a pipe until EOF or a
-// deadline, and reaping. The compile child and the SASS tool run through this.
+// deadline, and reaping. The compile child, the SASS tool and the GPU worker run through this.
 #include <sys/types.h>
 
 #include <chrono>
@@ -42,13 +42,14 @@ class UniqueFd {
 std::pair<UniqueFd, UniqueFd> make_pipe();
 
 struct SpawnSpec {
-  std::vector<std::string> argv;  // argv[0] is a path (not searched in PATH)
+  std::vector<std::string> argv;  // argv[0] is a path, searched in PATH only with search_path
   /// The child's whole environment ("NAME=value"); nullopt: this process's.
   std::optional<std::vector<std::string>> env;
   /// {parent fd, child fd}: each parent fd appears in the child at the child fd. Child fds 0-2 not
   /// named here read /dev/null and write to /dev/null; every other descriptor is closed.
   std::vector<std::pair<int, int>> fds;
   bool new_process_group = false;
+  bool search_path = false;  // posix_spawnp: argv[0] without a '/' is looked up in PATH
 };
 
 /// A running child, killed (SIGKILL) and reaped on destruction unless waited for. Move-only.
@@ -60,6 +61,8 @@ class ChildProcess {
   ChildProcess& operator=(ChildProcess&&) = delete;
   ~ChildProcess();
   pid_t pid() const { return pid_; }
+  /// Gives up ownership: the caller kills and reaps the child (a worker's own bookkeeping).
+  pid_t release() { return std::exchange(pid_, -1); }
   /// Waits for the child's end; the raw status of waitpid.
   int wait();
   /// The raw status if the child has ended by `deadline`; nullopt (still running) otherwise.

@@ -314,6 +314,18 @@ TEST(WorkerProcess, TheWorkerInheritsNoOtherDescriptor) {
   ::waitpid(worker.pid, nullptr, 0);
 }
 
+// The program is looked up in PATH, as a shell would (kbrl::spawn with search_path), and runs in
+// its own process group.
+TEST(WorkerProcess, ProgramIsLookedUpInPathInItsOwnGroup) {
+  detail::WorkerProcess worker = detail::spawn_worker_process({"sh", "-c", "exit 3"});
+  EXPECT_EQ(::getpgid(worker.pid), worker.pid);  // a zombie until reaped: its group is still known
+  int status = 0;
+  ASSERT_EQ(::waitpid(worker.pid, &status, 0), worker.pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 3);
+  EXPECT_THROW(detail::spawn_worker_process({"kbrl-no-such-program-in-path"}), ApiError);
+}
+
 TEST(WorkerProcess, OutputTailKeepsTheLastLinesCutToLength) {
   detail::OutputTail tail(3);
   tail.feed("one\ntw");

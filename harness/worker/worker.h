@@ -88,7 +88,7 @@ class Worker {
   /// is running (that start-up is bounded by start_timeout, not by `timeout`). Every failure of the
   /// worker is a status, never an exception; after timeout, crashed or protocol_error the worker
   /// is gone and the next call starts a fresh one. Throws ApiError only when the worker cannot be
-  /// started at all (pipes, fork, or exec of argv[0] fail).
+  /// started at all (pipes, or the spawn of argv[0] fail).
   CallResult call(const nlohmann::json& request, std::chrono::milliseconds timeout);
 
   /// Starts the worker now if none is running and waits for its hello (status ok when ready).

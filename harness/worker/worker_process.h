@@ -1,6 +1,6 @@
 #pragma once
 // Internal to worker.cpp: the OS side of a worker process. An owned file descriptor, the
-// fork+exec of a worker with its pipes on the fixed fds, the tail of its output, how it ended.
+// start of a worker (kbrl::spawn) with its pipes on the fixed fds, the tail of its output, how it ended.
 #include <sys/types.h>
 
 #include <cstddef>
@@ -24,10 +24,10 @@ struct WorkerProcess {
   UniqueFd output;   // and the worker's stdout and stderr here
 };
 
-/// fork+exec of argv (argv[0] searched in PATH) in a new process group, with the request pipe on
+/// Starts argv (argv[0] searched in PATH) through kbrl::spawn (posix_spawn: safe from a threaded
+/// parent; every other descriptor closed) in a new process group, with the request pipe on
 /// kWorkerRequestFd, the reply pipe on kWorkerReplyFd, stdin from /dev/null and stdout and stderr
-/// into one pipe. Throws ApiError when a pipe, fork or the exec fails (the exec's errno is sent
-/// back over a close-on-exec pipe).
+/// into one pipe. Throws ApiError when a pipe or the exec fails.
 WorkerProcess spawn_worker_process(const std::vector<std::string>& argv);
 
 /// Makes this process ignore SIGPIPE, once, if it had the default disposition.
