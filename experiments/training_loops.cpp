@@ -17,7 +17,7 @@ namespace {
 /// One update (none for an empty batch); a loss, gradient or KL that is not finite ends the run
 /// (the policy's weights are no longer usable), before the step's row is written, so the CSV holds
 /// only sound rows.
-UpdateStats finite_update(TrainablePolicy& policy, const std::vector<TrainItem>& batch, const UpdateConfig& update,
+UpdateStats finite_update(PolicyUpdates& policy, const std::vector<TrainItem>& batch, const UpdateConfig& update,
                           const std::string& where) {
   if (batch.empty()) return {};  // nothing judged to learn from (every rollout a harness_error)
   const UpdateStats s = policy.update(batch, update);
@@ -59,7 +59,7 @@ std::vector<Rollout> roll(Policy& policy, Environment& env, const TaskSpec& task
 }
 
 /// KL to the adapter-free start and entropy of the policy on rollouts it sampled (no update).
-UpdateStats measure_rollouts(TrainablePolicy& policy, const std::vector<Rollout>& rollouts, Scale scale,
+UpdateStats measure_rollouts(PolicyUpdates& policy, const std::vector<Rollout>& rollouts, Scale scale,
                              double temperature) {
   std::vector<TrainItem> items;
   for (const Rollout& r : rollouts) items.push_back({task_spec(r.sample.task_id, scale), r.sample.tokens, {}, {}});
@@ -311,7 +311,7 @@ TttResult run_ttt(TrainablePolicy& policy, Environment& env, const TttConfig& c,
   return result;
 }
 
-double mean_nll(TrainablePolicy& policy, const std::vector<TrainItem>& items, double temperature) {
+double mean_nll(Policy& policy, const std::vector<TrainItem>& items, double temperature) {
   std::map<std::pair<int, int>, std::vector<size_t>> by_task;
   for (size_t i = 0; i < items.size(); ++i)
     by_task[{items[i].task.id, static_cast<int>(items[i].task.scale)}].push_back(i);

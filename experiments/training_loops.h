@@ -158,7 +158,7 @@ struct SftEpoch {
 };
 
 /// The mean per-token negative log-likelihood of items under the policy at `temperature`.
-double mean_nll(TrainablePolicy& policy, const std::vector<TrainItem>& items, double temperature);
+double mean_nll(Policy& policy, const std::vector<TrainItem>& items, double temperature);
 
 /// SFT: minibatches of the data (reshuffled per epoch), cross-entropy (Objective::likelihood,
 /// token_mean). Returns one row per epoch, epoch 0 being the NLL before training. `steps_csv`

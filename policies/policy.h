@@ -164,8 +164,15 @@ struct UpdateStats {
   int64_t tokens = 0;
 };
 
-class TrainablePolicy : public Policy {
+// A trainable policy is three interfaces beside sampling (Policy), each named after what its
+// callers use: updates (a GRPO or SFT step, the teacher's log-probs, measuring without a step),
+// adapters (LoRA added, merged, kept in memory for Best-of-Adaptation) and checkpoints (files).
+// A function that only steps or measures takes PolicyUpdates&; a training loop TrainablePolicy&.
+
+/// Optimizer steps and what they measure.
+class PolicyUpdates {
  public:
+  virtual ~PolicyUpdates() = default;
   /// Per-token log-probs of `tokens` given the task and a teacher context (SDPO's teacher: the
   /// same network, conditioned on the context). A language model's teacher prompt also asks to
   /// correctly solve the original question, so an empty context is report 003's prompt-only
@@ -173,16 +180,6 @@ class TrainablePolicy : public Policy {
   virtual std::vector<std::vector<double>> teacher_logprob(
       const TaskSpec& task, const std::vector<std::vector<int>>& tokens,
       const TeacherContext& context, double temperature = 1.0) = 0;
-
-  /// Adds a fresh adapter to every adapted layer (replacing one already there); from then on only
-  /// adapter weights train. Resets the optimizer state.
-  virtual void add_adapter(const LoraConfig& config, uint64_t seed) = 0;
-  /// Re-initializes the adapter (A Kaiming-uniform from `seed`, B zero) and the optimizer state.
-  virtual void reset_adapter(uint64_t seed) = 0;
-  /// Folds the adapter into the base weights and removes it.
-  virtual void merge_adapter() = 0;
-  virtual void remove_adapter() = 0;
-  virtual bool has_adapter() const = 0;
 
   virtual void set_optimizer(const OptimizerConfig& config) = 0;
   /// One optimizer step on the batch; returns what it measured before the step.
@@ -192,16 +189,37 @@ class TrainablePolicy : public Policy {
   virtual UpdateStats measure(const std::vector<TrainItem>& batch, double temperature) = 0;
 
   virtual int64_t parameter_count(bool trainable_only) const = 0;
+};
 
-  /// Checkpoints: the base weights and the adapter in separate files.
-  virtual void save_base(const std::filesystem::path& file) const = 0;
-  virtual void load_base(const std::filesystem::path& file) = 0;
-  virtual void save_adapter(const std::filesystem::path& file) const = 0;
-  virtual void load_adapter(const std::filesystem::path& file) = 0;
+/// The LoRA adapter: what trains once one is added.
+class PolicyAdapters {
+ public:
+  virtual ~PolicyAdapters() = default;
+  /// Adds a fresh adapter to every adapted layer (replacing one already there); from then on only
+  /// adapter weights train. Resets the optimizer state.
+  virtual void add_adapter(const LoraConfig& config, uint64_t seed) = 0;
+  /// Re-initializes the adapter (A Kaiming-uniform from `seed`, B zero) and the optimizer state.
+  virtual void reset_adapter(uint64_t seed) = 0;
+  /// Folds the adapter into the base weights and removes it.
+  virtual void merge_adapter() = 0;
+  virtual void remove_adapter() = 0;
+  virtual bool has_adapter() const = 0;
   /// The adapter in memory (the archive save_adapter writes), and back: what Best-of-Adaptation
   /// keeps of every step without touching the disk. Restoring resets the optimizer state.
   virtual std::string adapter_state() const = 0;
   virtual void restore_adapter(const std::string& state) = 0;
 };
+
+/// Checkpoints: the base weights and the adapter in separate files.
+class PolicyCheckpoints {
+ public:
+  virtual ~PolicyCheckpoints() = default;
+  virtual void save_base(const std::filesystem::path& file) const = 0;
+  virtual void load_base(const std::filesystem::path& file) = 0;
+  virtual void save_adapter(const std::filesystem::path& file) const = 0;
+  virtual void load_adapter(const std::filesystem::path& file) = 0;
+};
+
+class TrainablePolicy : public Policy, public PolicyUpdates, public PolicyAdapters, public PolicyCheckpoints {};
 
 }  // namespace kbrl
