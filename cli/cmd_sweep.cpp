@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -19,6 +20,7 @@
 #include "out_dir.h"
 #include <experiments/run_setup.h>
 #include <experiments/schemas.h>
+#include <harness/evaluate_actions.h>
 #include <harness/evaluator.h>
 #include <harness/gpu/gpu_session.h>
 #include <harness/record/rollout_log.h>
@@ -112,15 +114,11 @@ void run_sweep(const SweepOptions& o) {
     std::cerr << fmt::format("kbrl: sweep: task {} ({}): {} of {} configurations\n", id, task.name, picked.size(),
                              all.size());
 
-    std::vector<KeyedCandidate> candidates;
-    std::vector<std::pair<std::string, ActionInfo>> actions;  // the configuration, as samples record it
-    for (size_t i : picked) {
-      Realized real = realize(task, {ActionKind::knobs, all[i], {}});
-      candidates.push_back(evaluator.keyed(std::move(*real.candidate)));
-      actions.emplace_back(real.raw, ActionInfo{ActionKind::knobs, {}, static_cast<int64_t>(all[i].size()), {}});
-    }
-    const std::vector<EvalRecord> records = evaluator.evaluate_all(candidates, "sweep", actions);
-    KBRL_ASSERT(records.size() == picked.size(), "{} records for {} candidates", records.size(), picked.size());
+    std::vector<ActionSubmission> submissions;  // token_count: one per knob, as samples record it
+    for (size_t i : picked)
+      submissions.push_back({{ActionKind::knobs, all[i], {}}, static_cast<int64_t>(all[i].size()), {}});
+    std::map<std::string, EvalRecord> records;  // by key
+    const std::vector<SubmittedAction> done = evaluate_actions(evaluator, task, submissions, "sweep", {}, records);
     const DevicePeaks& peaks = evaluator.peaks();
 
     int compiled = 0, correct = 0;
@@ -130,7 +128,7 @@ void run_sweep(const SweepOptions& o) {
     std::optional<double> best_sol;
     double expert_speedup = 0;
     for (size_t k = 0; k < picked.size(); ++k) {
-      const EvalRecord& r = records[k];
+      const EvalRecord& r = records.at(done[k].key);
       const Config& config = all[picked[k]];
       const bool is_expert = picked[k] == expert_index;
       const std::vector<std::string> categories = categories_of(r);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include <harness/evaluate_actions.h>
 #include <harness/evaluator.h>
 #include <harness/record/rollout_log.h>
 #include <kbrl/error.h>
@@ -64,41 +65,12 @@ std::vector<Rollout> EvaluatorEnvironment::evaluate(const TaskSpec& task,
                                                     const std::vector<Sample>& samples,
                                                     const std::string& policy) {
   const auto start = std::chrono::steady_clock::now();
-  std::vector<std::string> keys, codes;
-  std::vector<KeyedCandidate> todo;
-  std::vector<std::pair<std::string, ActionInfo>> todo_actions;
-  std::set<std::string> queued;
-  for (const Sample& s : samples) {
-    Realized real = realize(task, s.action());
-    const std::string& raw = real.raw;
-    const ActionInfo info{s.kind, real.code, s.token_count(), s.prompt_version};
-    codes.push_back(real.code);
-    if (!real.candidate) {
-      keys.push_back(evaluator_.format_error_key(task.id, raw));
-      if (!memo_.count(keys.back()))
-        memo_[keys.back()] = evaluator_.format_error(task.id, raw, info, real.format_error, policy, real.failure);
-      continue;
-    }
-    KeyedCandidate keyed = evaluator_.keyed(std::move(*real.candidate), observation_);  // hashed once, here
-    keys.push_back(keyed.key);
-    if (!memo_.count(keys.back()) && queued.insert(keys.back()).second) {
-      todo.push_back(std::move(keyed));
-      todo_actions.emplace_back(raw, info);
-    }
-  }
-  if (!todo.empty()) {
-    std::vector<EvalRecord> records = evaluator_.evaluate_all(todo, policy, todo_actions);
-    KBRL_ASSERT(records.size() == todo.size(), "{} records for {} candidates", records.size(), todo.size());
-    for (EvalRecord& r : records) memo_[r.key] = std::move(r);
-  }
+  std::vector<ActionSubmission> submissions;
+  for (const Sample& s : samples) submissions.push_back({s.action(), s.token_count(), s.prompt_version});
+  const std::vector<SubmittedAction> done = evaluate_actions(evaluator_, task, submissions, policy, observation_, memo_);
   std::vector<Rollout> out;
-  for (size_t i = 0; i < samples.size(); ++i) {
-    auto it = memo_.find(keys[i]);
-    KBRL_ASSERT(it != memo_.end(), "no record for sample {} of task {}", i, task.id);
-    const EvalRecord& r = it->second;
-    const bool first = queued.erase(keys[i]) > 0;  // the sample whose evaluation ran now
-    out.push_back(rollout_of(samples[i], r, codes[i], first));
-  }
+  for (size_t i = 0; i < samples.size(); ++i)
+    out.push_back(rollout_of(samples[i], memo_.at(done[i].key), done[i].code, done[i].evaluated_now));
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

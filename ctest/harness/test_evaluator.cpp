@@ -8,9 +8,11 @@
 
 #include <kbrl/error.h>
 
+#include <harness/evaluate_actions.h>
 #include <harness/evaluator.h>
 #include <harness/record/rollout_log.h>
 #include <kernels/candidate_file.h>
+#include <kernels/kernel_catalog.h>
 #include <reference/task_registry.h>
 
 namespace kbrl {
@@ -119,6 +121,45 @@ TEST(Evaluator, AHarnessFaultOnOneCandidateIsRecordedAndTheBatchGoesOn) {
   EXPECT_EQ(reopened.size(), 2u);
   EXPECT_FALSE(reopened.contains(fault_key));
   std::filesystem::remove(path);
+}
+
+// The way in from actions (harness/evaluate_actions.h): realized, a format error recorded as such,
+// each key evaluated once per store, another observation another key.
+TEST(Evaluator, EvaluateActionsEvaluatesEachKeyOnceIntoTheStore) {
+  EvalSettings s = cpu_settings();
+  s.compile_only = true;
+  s.worker_program = "/nonexistent/kbrl";
+  Evaluator evaluator(s);
+  const TaskSpec& task = task_spec(19, s.scale);
+  const std::string good = kernel_source(*find_catalog_kernel("relu"));
+  const ActionSubmission kernel{{ActionKind::text, {}, "Here it is:\n```cuda\n" + good + "```\n"}, 10, "p1"};
+  const ActionSubmission no_code{{ActionKind::text, {}, "I cannot write this kernel.\n```cuda\n```\n"}, 3, "p1"};
+  std::map<std::string, EvalRecord> store;
+  const auto done = evaluate_actions(evaluator, task, {kernel, no_code, kernel}, "unit-test", "seed42", store);
+  ASSERT_EQ(done.size(), 3u);
+  EXPECT_EQ(store.size(), 2u);
+  EXPECT_EQ(done[0].key, done[2].key);
+  EXPECT_TRUE(done[0].evaluated_now);
+  EXPECT_FALSE(done[2].evaluated_now);  // the same kernel again: one evaluation
+  ASSERT_FALSE(done[0].code.empty());
+  EXPECT_EQ(good.rfind(done[0].code, 0), 0u);  // the fenced code (without its last newline)
+  const EvalRecord& r = store.at(done[0].key);
+  EXPECT_EQ(r.outcome, Outcome::not_run);
+  EXPECT_TRUE(r.compile.ok);
+  EXPECT_EQ(r.action.token_count, 10);
+  EXPECT_EQ(r.action.prompt_version, "p1");
+  EXPECT_EQ(r.raw_action, kernel.action.text);
+  EXPECT_EQ(store.at(done[1].key).outcome, Outcome::format_error);
+  EXPECT_TRUE(done[1].evaluated_now);
+  const auto again = evaluate_actions(evaluator, task, {no_code, kernel}, "unit-test", "seed42", store);
+  EXPECT_EQ(again[0].key, done[1].key);
+  EXPECT_EQ(again[1].key, done[0].key);
+  EXPECT_FALSE(again[0].evaluated_now || again[1].evaluated_now);  // the store had both
+  EXPECT_EQ(store.size(), 2u);
+  const auto other = evaluate_actions(evaluator, task, {kernel}, "unit-test", "seed43", store);
+  EXPECT_NE(other[0].key, done[0].key);  // another observation: evaluated (and timed) again
+  EXPECT_TRUE(other[0].evaluated_now);
+  EXPECT_EQ(store.size(), 3u);
 }
 
 TEST(Evaluator, CompileOnlyRecordsNotRunWithoutStartingAWorker) {

@@ -1,0 +1,39 @@
+#pragma once
+// The evaluator's way in from a policy's actions (text or knobs): each action realized into a
+// candidate (kernels/action.h), a text that yields none recorded as its format error, the rest keyed
+// under the observation, every key evaluated once (not at all when the caller's store has it), and
+// every record put into that one keyed store. The experiments' environment and `kbrl sweep` call it;
+// `kbrl serve` queues its candidates through evaluate_each (serve/scheduler.cpp).
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <harness/evaluator.h>
+#include <kernels/action.h>
+
+namespace kbrl {
+
+/// One action and how its record describes it.
+struct ActionSubmission {
+  Action action;
+  int64_t token_count = 0;     // text: the model's tokens; knobs: one per knob
+  std::string prompt_version;  // text: the prompt it answered
+};
+
+/// What became of one submission: the key of its record in the store.
+struct SubmittedAction {
+  std::string key;
+  std::string code;            // text: the code extracted from it; knobs: empty
+  bool evaluated_now = false;  // the first submission of a key the store did not have
+};
+
+/// Evaluates `submissions` of `task` by `policy` under `observation` (Evaluator::key): returns one
+/// SubmittedAction per submission, in order; `records` (the caller's store, by key) holds each one's
+/// record afterwards. Records already in `records` are used, not evaluated again.
+std::vector<SubmittedAction> evaluate_actions(Evaluator& evaluator, const TaskSpec& task,
+                                              const std::vector<ActionSubmission>& submissions,
+                                              const std::string& policy, const std::string& observation,
+                                              std::map<std::string, EvalRecord>& records);
+
+}  // namespace kbrl
