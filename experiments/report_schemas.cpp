@@ -29,7 +29,7 @@ KBRL_SCHEMA(length_control, "analysis", "rho", "p_value", "n")
 KBRL_SCHEMA(surprisal_quartiles, "quartile", "samples", "fast_1", "sig_fast_1", "mean_speedup", "mean_tokens",
             "mean_surprisal")
 KBRL_SCHEMA(equal_budget, "subset", "method", "rollouts", "fast_1", "sig_fast_1", "equivalent_k", "fast_1_low",
-            "fast_1_high")
+            "fast_1_high", "seed", "std_over_seeds")
 KBRL_SCHEMA(early_stopping, "run", "steps", "oracle_step", "oracle_fast_1", "p1_stop_step", "p1_step", "p1_fast_1",
             "p1_matches_oracle")
 KBRL_SCHEMA(rho_trajectory, "step", "samples", "rho", "p_value", "tail_samples", "tail_rho",

@@ -159,7 +159,7 @@ TEST(ExperimentPrograms, GpusEvaluateThroughOneQueueAndTheRunsLog) {
   fs::remove_all(results);
 }
 
-// --seeds replaces the budget's seeds: best-of-N runs each (its samples' runs name them), settings.json
+// --seeds replaces the budget's seeds: best-of-N and TTT run each (their runs name them), settings.json
 // records them; a list that is not one of distinct non-negative integers is refused before anything runs.
 TEST(ExperimentPrograms, SeedsAreASetting) {
   const fs::path results = fs::temp_directory_path() / ("kbrl-test-experiments-seeds-" + std::to_string(::getpid()));
@@ -178,6 +178,27 @@ TEST(ExperimentPrograms, SeedsAreASetting) {
   for (const auto& row : testing::read_csv(tiny / "best_of_n" / "samples.csv").rows) runs.insert(row.at("run"));
   EXPECT_TRUE(runs.count("subset1_seed43") && runs.count("subset1_seed44") && !runs.count("subset1_seed42"))
       << ::testing::PrintToString(runs);
+  // TTT runs a batch trajectory per seed (the report's TTT row is a mean over three seeds): each
+  // seed's rows, then the mean over seeds with its standard deviation.
+  ASSERT_EQ(run(std::string(KBRL_EXPERIMENT) + " ttt --seeds 43,44" + flags), 0);
+  std::set<std::string> batch_runs;
+  for (const auto& row : testing::read_csv(tiny / "ttt" / "ttt_steps.csv").rows) batch_runs.insert(row.at("run"));
+  EXPECT_EQ(batch_runs, (std::set<std::string>{"batch_subset1_seed43", "batch_subset1_seed43_fresh",
+                                               "batch_subset1_seed44", "batch_subset1_seed44_fresh"}));
+  std::map<std::string, std::set<std::string>> seeds_of;  // method (without its step) -> seeds
+  std::map<std::string, std::map<std::string, std::string>> mean_row;
+  for (const auto& row : testing::read_csv(tiny / "ttt" / "equal_budget.csv").rows) {
+    const std::string method = row.at("method");
+    if (method.size() > 5 && method.substr(method.size() - 5) == "_mean") mean_row[method] = row;
+    else seeds_of[method.substr(0, method.find("_step"))].insert(row.at("seed"));
+  }
+  for (const char* m : {"ttt_boa", "base", "boa_fresh"})
+    EXPECT_EQ(seeds_of[m], (std::set<std::string>{"43", "44"})) << m;
+  for (const char* m : {"ttt_boa_mean", "base_step0_mean", "boa_fresh_mean"}) {
+    ASSERT_TRUE(mean_row.count(m)) << m;
+    EXPECT_EQ(mean_row[m].at("seed"), "mean");
+    EXPECT_FALSE(mean_row[m].at("std_over_seeds").empty()) << m;
+  }
   fs::remove_all(results);
 }
 

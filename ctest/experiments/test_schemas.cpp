@@ -41,7 +41,7 @@ TEST(Schemas, GoldenHeaders) {
       {&schemas::selection_topm(), "subset,m,evaluations_per_task,task_success,sig_task_success,mean_speedup"},
       {&schemas::length_control(), "analysis,rho,p_value,n"},
       {&schemas::surprisal_quartiles(), "quartile,samples,fast_1,sig_fast_1,mean_speedup,mean_tokens,mean_surprisal"},
-      {&schemas::equal_budget(), "subset,method,rollouts,fast_1,sig_fast_1,equivalent_k,fast_1_low,fast_1_high"},
+      {&schemas::equal_budget(), "subset,method,rollouts,fast_1,sig_fast_1,equivalent_k,fast_1_low,fast_1_high,seed,std_over_seeds"},
       {&schemas::early_stopping(),
        "run,steps,oracle_step,oracle_fast_1,p1_stop_step,p1_step,p1_fast_1,p1_matches_oracle"},
       {&schemas::rho_trajectory(),

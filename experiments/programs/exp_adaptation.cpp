@@ -119,18 +119,86 @@ std::string equivalent_k(const std::vector<std::pair<double, double>>& curve, do
   return fmt::format(">{}", cell(curve.back().first));
 }
 
+/// Table 5.2: TTT's BoA fast_1 placed on the best-of-N scaling curve (of fast_1; the significant
+/// twins beside it): best-of-N's rows (pooled over its seeds), each seed's BoA step, unadapted step
+/// 0 and BoA step on fresh samples, then their means over seeds with the standard deviation.
+void write_equal_budget(const ExperimentContext& ctx, const std::vector<std::pair<uint64_t, TttResult>>& batches) {
+  const ExperimentBudget& b = ctx.budget;
+  const auto curve = bon_curve(ctx, "subset1");
+  const auto sig_curve = bon_curve(ctx, "subset1", "sig_task_success");
+  const auto low = bon_curve(ctx, "subset1", "ci_low"), high = bon_curve(ctx, "subset1", "ci_high");
+  CsvTable eq(ctx.dir / "equal_budget.csv", schemas::equal_budget());
+  const int64_t n_tasks = static_cast<int64_t>(b.subset1.size());
+  eq.row({"subset1", fmt::format("best_of_n_k{}", static_cast<int>(curve.back().first)),
+          cell(static_cast<int64_t>(curve.back().first) * n_tasks), cell(curve.back().second),
+          cell(sig_curve.back().second), cell(curve.back().first), cell(low.back().second), cell(high.back().second),
+          "all", ""});
+  eq.row({"subset1", "best_of_n_k1", cell(n_tasks), cell(curve.front().second), cell(sig_curve.front().second),
+          cell(1.0), cell(low.front().second), cell(high.front().second), "all", ""});
+  // Per method: each seed's fast_1, sig_fast_1 and per-task fast shares (for the mean's interval).
+  struct Across {
+    std::vector<double> fast, sig;
+    std::vector<double> per_task;  // summed over seeds, task by task
+    double rollouts = 0;  // summed over seeds
+  };
+  std::map<std::string, Across> across;
+  auto add = [&](const std::string& method, const std::string& label, uint64_t seed, int64_t rollouts,
+                 const StepMetrics& m, const std::vector<Rollout>& sampled) {
+    const auto ci = step_interval(sampled, b.subset1);
+    eq.row({"subset1", label, cell(rollouts), cell(m.fast_1), cell(m.sig_fast_1), equivalent_k(curve, m.fast_1),
+            cell(ci.lower), cell(ci.upper), cell(static_cast<int64_t>(seed)), ""});
+    Across& a = across[method];
+    a.fast.push_back(m.fast_1);
+    a.sig.push_back(m.sig_fast_1);
+    a.rollouts += static_cast<double>(rollouts);
+    a.per_task.resize(b.subset1.size(), 0.0);
+    for (size_t i = 0; i < b.subset1.size(); ++i)
+      a.per_task[i] += score_rollouts(rollouts_of_task(sampled, b.subset1[i])).fast_1;
+  };
+  for (const auto& [seed, batch] : batches) {
+    const auto boa_step = static_cast<size_t>(batch.boa.best_step);
+    const int64_t boa_rollouts = static_cast<int64_t>(batch.boa.best_step + 1) * b.ttt_k * n_tasks;
+    add("ttt_boa", fmt::format("ttt_boa_step{}", batch.boa.best_step), seed, boa_rollouts, batch.steps.at(boa_step),
+        batch.rollouts.at(boa_step));
+    add("base_step0", "base_step0", seed, b.ttt_k * n_tasks, batch.steps.front(), batch.rollouts.front());
+    // The same step scored on fresh samples (drawn under its adapter, never trained on or selected
+    // with): the in-batch fast_1 above is the highest of the steps' draws, biased upward by that choice.
+    add("boa_fresh", fmt::format("boa_fresh_step{}", batch.boa.best_step), seed, boa_rollouts,
+        batch.fresh.at(boa_step), batch.fresh_rollouts.at(boa_step));
+  }
+  for (const char* method : {"ttt_boa", "base_step0", "boa_fresh"}) {
+    const Across& a = across.at(method);
+    std::vector<double> per_task = a.per_task;
+    for (double& x : per_task) x /= static_cast<double>(a.fast.size());
+    const auto ci = stats::bootstrap_mean(per_task, 2026);
+    const double fast = stats::mean(a.fast);
+    eq.row({"subset1", std::string(method) + "_mean", cell(a.rollouts / static_cast<double>(a.fast.size())), cell(fast), cell(stats::mean(a.sig)),
+            equivalent_k(curve, fast), cell(ci.lower), cell(ci.upper), "mean",
+            a.fast.size() > 1 ? cell(stats::sample_stdev(a.fast)) : ""});
+  }
+}
+
 void ttt(ExperimentContext& ctx) {
   const ExperimentBudget& b = ctx.budget;
   CsvTable steps(ctx.dir / "ttt_steps.csv", schemas::training_steps());
   CsvTable tasks(ctx.dir / "ttt_tasks.csv", schemas::ttt_task_steps());
-  auto policy = ctx.load_policy(ctx.base_checkpoint());
-  TttConfig batch_config = ctx.ttt_config(b.subset1, "batch_subset1");
-  batch_config.fresh_k = b.ttt_k;  // BoA's step also scored on samples it was not chosen by
-  const TttResult batch = run_ttt(*policy, *ctx.env, batch_config, &steps, &tasks, {}, ctx.progress);
-  // Per-task isolated TTT: each task alone, a fresh adapter from the same checkpoint.
+  // Batch TTT once per seed (the report's TTT row is a mean over three seeds): each seed a fresh
+  // adapter from the same checkpoint, its own samples, its own run name.
+  std::vector<std::pair<uint64_t, TttResult>> batches;
+  for (uint64_t seed : b.seeds) {
+    ctx.env->set_observation(seed_observation(seed));  // each seed times its samples itself
+    auto policy = ctx.load_policy(ctx.base_checkpoint());
+    TttConfig c = ctx.ttt_config(b.subset1, seed, fmt::format("batch_subset1_seed{}", seed));
+    c.fresh_k = b.ttt_k;  // BoA's step also scored on samples it was not chosen by
+    batches.emplace_back(seed, run_ttt(*policy, *ctx.env, c, &steps, &tasks, {}, ctx.progress));
+  }
+  // Per-task isolated TTT (the report shows one seed's trajectories): each task alone, a fresh
+  // adapter from the same checkpoint, the first seed.
   CsvTable iso_steps(ctx.dir / "ttt_isolated_steps.csv", schemas::training_steps());
   CsvTable iso_tasks(ctx.dir / "ttt_isolated_tasks.csv", schemas::ttt_task_steps());
-  std::vector<std::pair<std::string, TttResult>> runs = {{"batch_subset1", batch}};
+  std::vector<std::pair<std::string, TttResult>> runs;
+  ctx.env->set_observation(seed_observation(ctx.single_seed()));
+  for (const auto& [seed, r] : batches) runs.emplace_back(fmt::format("batch_subset1_seed{}", seed), r);
   for (int id : b.subset1) {
     auto p = ctx.load_policy(ctx.base_checkpoint());
     const std::string run = fmt::format("isolated_task{}", id);
@@ -152,34 +220,7 @@ void ttt(ExperimentContext& ctx) {
                p1.best_step == oracle.best_step ? "yes" : "no"});
   }
   early.row({"all", "", "", "", "", "", "", fmt::format("{} of {}", matches, runs.size())});
-  // Equal budget: TTT's BoA fast_1 placed on the best-of-N scaling curve (of fast_1; the
-  // significant twins beside it).
-  const auto curve = bon_curve(ctx, "subset1");
-  const auto sig_curve = bon_curve(ctx, "subset1", "sig_task_success");
-  const auto low = bon_curve(ctx, "subset1", "ci_low"), high = bon_curve(ctx, "subset1", "ci_high");
-  CsvTable eq(ctx.dir / "equal_budget.csv", schemas::equal_budget());
-  const int64_t n_tasks = static_cast<int64_t>(b.subset1.size());
-  eq.row({"subset1", fmt::format("best_of_n_k{}", static_cast<int>(curve.back().first)),
-          cell(static_cast<int64_t>(curve.back().first) * n_tasks), cell(curve.back().second),
-          cell(sig_curve.back().second), cell(curve.back().first), cell(low.back().second), cell(high.back().second)});
-  eq.row({"subset1", "best_of_n_k1", cell(n_tasks), cell(curve.front().second), cell(sig_curve.front().second),
-          cell(1.0), cell(low.front().second), cell(high.front().second)});
-  const StepMetrics& boa = batch.steps.at(static_cast<size_t>(batch.boa.best_step));
-  const auto boa_ci = step_interval(batch.rollouts.at(static_cast<size_t>(batch.boa.best_step)), b.subset1);
-  const auto base_ci = step_interval(batch.rollouts.front(), b.subset1);
-  eq.row({"subset1", fmt::format("ttt_boa_step{}", batch.boa.best_step),
-          cell(static_cast<int64_t>(batch.boa.best_step + 1) * b.ttt_k * n_tasks), cell(boa.fast_1),
-          cell(boa.sig_fast_1), equivalent_k(curve, boa.fast_1), cell(boa_ci.lower), cell(boa_ci.upper)});
-  eq.row({"subset1", "base_step0", cell(b.ttt_k * n_tasks), cell(batch.steps.front().fast_1),
-          cell(batch.steps.front().sig_fast_1), equivalent_k(curve, batch.steps.front().fast_1), cell(base_ci.lower),
-          cell(base_ci.upper)});
-  // The same step scored on fresh samples (drawn under its adapter, never trained on or selected with):
-  // the in-batch fast_1 above is the highest of the steps' draws, biased upward by that choice.
-  const StepMetrics& fresh = batch.fresh.at(static_cast<size_t>(batch.boa.best_step));
-  const auto fresh_ci = step_interval(batch.fresh_rollouts.at(static_cast<size_t>(batch.boa.best_step)), b.subset1);
-  eq.row({"subset1", fmt::format("boa_fresh_step{}", batch.boa.best_step),
-          cell(static_cast<int64_t>(batch.boa.best_step + 1) * b.ttt_k * n_tasks), cell(fresh.fast_1),
-          cell(fresh.sig_fast_1), equivalent_k(curve, fresh.fast_1), cell(fresh_ci.lower), cell(fresh_ci.upper)});
+  write_equal_budget(ctx, batches);
 }
 
 void oversharpening(ExperimentContext& ctx) {
