@@ -182,10 +182,10 @@ void ttt(ExperimentContext& ctx) {
   const ExperimentBudget& b = ctx.budget;
   CsvTable steps(ctx.dir / "ttt_steps.csv", schemas::training_steps());
   CsvTable tasks(ctx.dir / "ttt_tasks.csv", schemas::ttt_task_steps());
-  // Batch TTT once per seed (the report's TTT row is a mean over three seeds): each seed a fresh
-  // adapter from the same checkpoint, its own samples, its own run name.
+  // Batch TTT once per seed of the three-seed runs (the report's TTT row is a 3-seed mean): each
+  // seed a fresh adapter from the same checkpoint, its own samples, its own run name.
   std::vector<std::pair<uint64_t, TttResult>> batches;
-  for (uint64_t seed : b.seeds) {
+  for (uint64_t seed : b.sdpo_seeds) {
     ctx.env->set_observation(seed_observation(seed));  // each seed times its samples itself
     auto policy = ctx.load_policy(ctx.base_checkpoint());
     TttConfig c = ctx.ttt_config(b.subset1, seed, fmt::format("batch_subset1_seed{}", seed));

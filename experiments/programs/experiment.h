@@ -37,7 +37,7 @@ struct ExperimentBudget {
   // search
   int bon_k = 64;
   // The runs' seeds: best-of-N, selection and self-improvement run each; the single-seed experiments
-  // (TTT batched and isolated, the probe, robustness, transfer, lr_sweep, ablations, entropy_ttt,
+  // (TTT's isolated runs, the probe, robustness, transfer, lr_sweep, ablations, entropy_ttt,
   // grpo_report's GRPO, policy_sweep) take the first. --seeds replaces them (and sdpo_seeds).
   std::vector<uint64_t> seeds = {42, 43};
   // The sampling temperature. The reports sample their LLM at 0.25 (language_model_budget); the
@@ -54,6 +54,8 @@ struct ExperimentBudget {
   double ttt_learning_rate = 3e-3;
   int lora_rank = 16;
   double lora_alpha = 32;
+  // The seeds of what the reports ran on three: TTT's batch trajectory (its 3-seed mean), SDPO,
+  // sparsification.
   std::vector<uint64_t> sdpo_seeds = {42, 43, 44};
   std::vector<int> ablation_steps = {5, 15, 30};
   std::vector<int> ablation_k = {16, 64, 128};  // the self-improvement report's A2
