@@ -298,7 +298,7 @@ EvalRecord Evaluator::finish(const TaskSpec& spec, const KeyedCandidate& keyed_c
   const Candidate& candidate = keyed_candidate.candidate;
   EvalRecord record = new_record(spec, keyed_candidate.key, raw_action, action, policy);
   record.candidate = candidate;
-  record.compile.ok = compiled.ok;
+  record.compile.ok = compiled.ok();
   record.compile.log = compiled.log;
   record.compile.seconds = compiled.seconds;
   record.compile.cache_hit = compiled.cache_hit;
@@ -307,18 +307,19 @@ EvalRecord Evaluator::finish(const TaskSpec& spec, const KeyedCandidate& keyed_c
     return r;
   };
 
-  if (!compiled.ok) {
+  if (!compiled.ok()) {
     record.outcome = Outcome::compile_error;
-    record.outcome_detail = compiled.error;
+    record.outcome_detail = compiled.error();
     record.reward = compute_reward({.task_id = spec.id}, settings_.reward).reward;
     return done(record);
   }
-  const PrecisionAudit& audit = compiled.module.audit;
+  const CompiledModule& module = compiled.module();
+  const PrecisionAudit& audit = module.audit;
   record.compile.precision_findings = findings_text(audit);
   // The plan against the plan limits and the compiled kernels' parameters, before any launch: an
   // args= list that does not match would be undefined behaviour on the GPU.
   std::optional<std::string> unlaunchable = plan_limit_violation(candidate);
-  if (!unlaunchable) unlaunchable = launch_argument_mismatch(candidate, compiled.module.cubin);
+  if (!unlaunchable) unlaunchable = launch_argument_mismatch(candidate, module.cubin);
   if (unlaunchable) {
     record.outcome = Outcome::launch_error;
     record.outcome_detail = *unlaunchable + " (refused before any launch)";
@@ -337,7 +338,7 @@ EvalRecord Evaluator::finish(const TaskSpec& spec, const KeyedCandidate& keyed_c
   job.task_id = spec.id;
   job.scale = spec.scale;
   job.candidate = candidate;
-  job.cubin = compiled.module.cubin;
+  job.cubin = module.cubin;
   job.check.trials = settings_.trials;
   job.check.robust_inputs = settings_.inputs == InputChecks::robust;
   job.check.atol = settings_.atol;

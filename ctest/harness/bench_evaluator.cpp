@@ -36,7 +36,7 @@ void BM_CompileCold(benchmark::State& state) {
   for (auto _ : state) {
     c.source = source + "\n// " + std::to_string(unique++) + "\n";  // defeat every cache
     const CompileResult r = compile(c);
-    if (!r.ok) state.SkipWithError(r.error.c_str());
+    if (!r.ok()) state.SkipWithError(r.error().c_str());
   }
 }
 BENCHMARK(BM_CompileCold)->Arg(19)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -73,7 +73,7 @@ GpuJob job_for(int task, GpuSession& s, int trials, int samples) {
   job.candidate = known_good(task);
   CompileOptions options;
   options.arch = s.device().arch;
-  job.cubin = compile(job.candidate, options).module.cubin;
+  job.cubin = compile(job.candidate, options).module().cubin;
   job.check.trials = trials;
   job.check.secret = 42;
   job.timing.stop = AdaptiveStopConfig{0.0, samples, samples, 0, std::chrono::seconds(600)};

@@ -77,7 +77,7 @@ TEST_F(CacheDir, KeyFollowsOptionsAndArchNotTheirOrder) {
   CompileCache cache(dir_);
   const CompileResult a = compile(candidate_of(kScale, {"-lineinfo", "--use_fast_math"}), {}, &cache);
   const CompileResult b = compile(candidate_of(kScale, {"-use_fast_math", "--generate-line-info"}), {}, &cache);
-  ASSERT_TRUE(a.ok) << a.error;
+  ASSERT_TRUE(a.ok()) << a.error();
   EXPECT_EQ(a.key, b.key);  // canonical, sorted options
   EXPECT_TRUE(b.cache_hit);
   const CompileResult c = compile(candidate_of(kScale, {"-lineinfo"}), {}, &cache);
@@ -90,7 +90,7 @@ TEST_F(CacheDir, KeyFollowsOptionsAndArchNotTheirOrder) {
 TEST_F(CacheDir, MissThenHitAndWarmIsFast) {
   CompileCache cache(dir_);
   const CompileResult cold = compile(candidate_of(kScale), {}, &cache);
-  ASSERT_TRUE(cold.ok) << cold.error;
+  ASSERT_TRUE(cold.ok()) << cold.error();
   EXPECT_FALSE(cold.cache_hit);
   EXPECT_TRUE(fs::is_regular_file(cache.entry_path(cold.key)));
   std::vector<double> warm;
@@ -100,8 +100,8 @@ TEST_F(CacheDir, MissThenHitAndWarmIsFast) {
     warm.push_back(hit.seconds);
   }
   EXPECT_TRUE(hit.cache_hit);
-  EXPECT_TRUE(hit.ok);
-  EXPECT_EQ(hit.module, cold.module);
+  EXPECT_TRUE(hit.ok());
+  EXPECT_EQ(hit.module(), cold.module());
   EXPECT_EQ(hit.log, cold.log);
   EXPECT_EQ(hit.options, cold.options);
   std::sort(warm.begin(), warm.end());
@@ -121,7 +121,7 @@ TEST_F(CacheDir, MissThenHitAndWarmIsFast) {
 TEST_F(CacheDir, CorruptEntryIsAMiss) {
   CompileCache cache(dir_);
   const CompileResult first = compile(candidate_of(kScale), {}, &cache);
-  ASSERT_TRUE(first.ok);
+  ASSERT_TRUE(first.ok());
   const fs::path entry = cache.entry_path(first.key);
   const auto size = fs::file_size(entry);
   const std::vector<std::function<void()>> corruptions = {
@@ -138,9 +138,9 @@ TEST_F(CacheDir, CorruptEntryIsAMiss) {
   for (const auto& corrupt_it : corruptions) {
     corrupt_it();
     const CompileResult again = compile(candidate_of(kScale), {}, &cache);
-    EXPECT_TRUE(again.ok) << again.error;
+    EXPECT_TRUE(again.ok()) << again.error();
     EXPECT_FALSE(again.cache_hit);
-    EXPECT_EQ(again.module, first.module);
+    EXPECT_EQ(again.module(), first.module());
     EXPECT_EQ(cache.stats().corrupt, ++corrupt);
     EXPECT_TRUE(compile(candidate_of(kScale), {}, &cache).cache_hit);  // rewritten
   }
@@ -154,38 +154,38 @@ TEST_F(CacheDir, FailuresAreCachedWithTheirLogRejectionsAreNot) {
   CompileCache cache(dir_);
   const Candidate broken = candidate_of("extern \"C\" __global__ void k() { nope; }\n");
   const CompileResult first = compile(broken, {}, &cache);
-  ASSERT_FALSE(first.ok);
+  ASSERT_FALSE(first.ok());
   const CompileResult second = compile(broken, {}, &cache);
   EXPECT_TRUE(second.cache_hit);
-  EXPECT_FALSE(second.ok);
+  EXPECT_FALSE(second.ok());
   EXPECT_EQ(second.log, first.log);
-  EXPECT_EQ(second.error, first.error);
+  EXPECT_EQ(second.error(), first.error());
   EXPECT_EQ(second.outcome(), Outcome::compile_error);
   const int64_t stores = cache.stats().stores;
-  EXPECT_FALSE(compile(candidate_of(kScale, {"-G"}), {}, &cache).ok);
+  EXPECT_FALSE(compile(candidate_of(kScale, {"-G"}), {}, &cache).ok());
   EXPECT_EQ(cache.stats().stores, stores);
 }
 
 TEST(CompileCacheFormat, RoundTripAndTamper) {
   CompileResult r;
-  r.ok = true;
   r.key = std::string(64, 'a');
   r.log = "warning";
   r.options = {"-arch=sm_90a", "--use_fast_math"};
-  r.module.key = r.key;
-  r.module.arch = "sm_90a";
-  r.module.ptx = ".version 9.0\n";
-  r.module.cubin = std::string("\x7f" "ELF\0\1\2", 7);
-  r.module.log = r.log;
-  r.module.options = r.options;
-  r.module.audit.findings = {{PrecisionCategory::fast_math, "options", "--use_fast_math", 0, 1},
-                             {PrecisionCategory::fp16, "ptx", "cvt.rn.f16.f32 %rs1, %f1;", 42, 3}};
+  CompiledModule& m = r.value.emplace<CompiledModule>();
+  m.key = r.key;
+  m.arch = "sm_90a";
+  m.ptx = ".version 9.0\n";
+  m.cubin = std::string("\x7f" "ELF\0\1\2", 7);
+  m.log = r.log;
+  m.options = r.options;
+  m.audit.findings = {{PrecisionCategory::fast_math, "options", "--use_fast_math", 0, 1},
+                      {PrecisionCategory::fp16, "ptx", "cvt.rn.f16.f32 %rs1, %f1;", 42, 3}};
   const std::string bytes = serialize_compile_result(r);
   const auto back = deserialize_compile_result(bytes);
   ASSERT_TRUE(back.has_value());
-  EXPECT_EQ(back->module, r.module);
+  EXPECT_EQ(back->module(), r.module());
   EXPECT_EQ(back->options, r.options);
-  EXPECT_TRUE(back->ok);
+  EXPECT_TRUE(back->ok());
   for (size_t i = 0; i < bytes.size(); i += 7) {
     std::string tampered = bytes;
     tampered[i] = static_cast<char>(tampered[i] ^ 0x01);

@@ -39,8 +39,8 @@ TEST(CompilePool, CompilesManyInParallel) {
   double sum = 0.0;
   std::set<std::string> keys;
   for (int i = 0; i < kCount; ++i) {
-    EXPECT_TRUE(results[i].ok) << results[i].error;
-    EXPECT_NE(results[i].module.ptx.find(fmt::format(".entry k{}(", i)), std::string::npos);
+    EXPECT_TRUE(results[i].ok()) << results[i].error();
+    EXPECT_NE(results[i].module().ptx.find(fmt::format(".entry k{}(", i)), std::string::npos);
     keys.insert(results[i].key);
     sum += results[i].seconds;
   }
@@ -60,7 +60,7 @@ TEST(CompilePool, FailuresAndExceptionsReachTheFutures) {
   Candidate broken = numbered_kernel(2);
   broken.source += "this does not compile\n";
   const CompileResult r = good.submit(broken).get();
-  EXPECT_FALSE(r.ok);
+  EXPECT_FALSE(r.ok());
   EXPECT_FALSE(r.log.empty());
 }
 
@@ -72,7 +72,7 @@ TEST(CompilePool, DestructorFinishesQueuedWork) {
   }
   for (auto& f : futures) {
     ASSERT_EQ(f.wait_for(std::chrono::seconds(0)), std::future_status::ready);
-    EXPECT_TRUE(f.get().ok);
+    EXPECT_TRUE(f.get().ok());
   }
 }
 

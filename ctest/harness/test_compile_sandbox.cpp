@@ -88,7 +88,7 @@ TEST_F(Secrets, ChildCannotReadHostFiles) {
 TEST_F(Secrets, AllowedHeadersStillCompile) {
   const CompileResult r = compile(candidate_of("#include <cuda_fp16.h>\n#include <cooperative_groups.h>\n" +
                                                std::string(kKernel)));
-  EXPECT_TRUE(r.ok) << r.error << "\n" << r.log;
+  EXPECT_TRUE(r.ok()) << r.error() << "\n" << r.log;
 }
 
 // Includes hidden from a scanner in every way we know: whatever the scanner says, the secret stays out
@@ -119,7 +119,7 @@ TEST_F(Secrets, HiddenIncludesLeakNothing) {
   CompileCache cache(dir_ / "cache");
   for (const auto& [name, prefix] : sources) {
     const CompileResult r = compile(candidate_of(prefix + kKernel), CompileOptions{}, &cache);
-    const std::string all = r.error + "\n" + r.log + "\n" + r.module.ptx;
+    const std::string all = r.error() + "\n" + r.log + "\n" + (r.ok() ? r.module().ptx : "");
     EXPECT_EQ(all.find(kSecret), std::string::npos) << name << " leaked:\n" << all;
     EXPECT_EQ(all.find("FILE_EXISTS"), std::string::npos) << name << " learned the file exists:\n" << all;
   }
@@ -214,11 +214,11 @@ TEST(CompileChild, TimeoutIsCached) {
   CompileOptions options;
   options.time_limit_seconds = 1.0;
   const CompileResult first = compile(candidate_of(macro_bomb()), options, &cache);
-  EXPECT_EQ(first.error, "compile timed out after 1 s");
+  EXPECT_EQ(first.error(), "compile timed out after 1 s");
   EXPECT_FALSE(first.cache_hit);
   const CompileResult again = compile(candidate_of(macro_bomb()), options, &cache);
   EXPECT_TRUE(again.cache_hit);
-  EXPECT_EQ(again.error, first.error);
+  EXPECT_EQ(again.error(), first.error());
   EXPECT_EQ(again.key, first.key);
   EXPECT_LT(again.seconds, 0.5);
   options.time_limit_seconds = 2.0;  // a longer limit compiles again

@@ -59,8 +59,8 @@ std::string cubin_of(const std::string& source, const std::string& arch = "sm_90
   CompileOptions options;
   options.arch = arch;
   const CompileResult r = compile(testing::candidate_of(source), options);
-  EXPECT_TRUE(r.ok) << arch << ": " << r.error << "\n" << r.log;
-  return r.module.cubin;
+  EXPECT_TRUE(r.ok()) << arch << ": " << r.error() << "\n" << r.log;
+  return r.module().cubin;
 }
 
 const std::string& kernels_cubin() {
@@ -206,12 +206,12 @@ void expect_plans_match(const std::vector<std::pair<std::string, Candidate>>& ca
   for (size_t i = 0; i < candidates.size(); ++i) {
     const auto& [name, c] = candidates[i];
     const CompileResult r = compiles[i].get();
-    if (!r.ok) {
-      ADD_FAILURE() << name << ": " << r.error;
+    if (!r.ok()) {
+      ADD_FAILURE() << name << ": " << r.error();
       continue;
     }
-    EXPECT_EQ(launch_argument_mismatch(c, r.module.cubin), std::nullopt) << name;
-    const auto kernels = kernel_params(r.module.cubin);
+    EXPECT_EQ(launch_argument_mismatch(c, r.module().cubin), std::nullopt) << name;
+    const auto kernels = kernel_params(r.module().cubin);
     for (const Launch& l : c.launches)
       EXPECT_TRUE(kernels.count(l.kernel) || name == "missing_kernel") << name << ": no kernel " << l.kernel;
   }

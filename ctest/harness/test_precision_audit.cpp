@@ -21,8 +21,8 @@ using testing::candidate_of;
 
 PrecisionAudit audit_of(const std::string& source, std::vector<std::string> options = {}) {
   const CompileResult r = compile(candidate_of(source, std::move(options)));
-  EXPECT_TRUE(r.ok) << r.error << "\n" << r.log;
-  return r.module.audit;
+  EXPECT_TRUE(r.ok()) << r.error() << "\n" << r.log;
+  return r.module().audit;
 }
 
 const PrecisionFinding* finding(const PrecisionAudit& audit, C category, const std::string& where) {
@@ -182,8 +182,8 @@ TEST(PrecisionAudit, SassPassIsOptInAndItsToolOptional) {
   const char* env = std::getenv("KBRL_SASS_AUDIT");
   const bool opted_in = env && std::string_view(env) == "1";
   const CompileResult r = compile(candidate_of(kMath));
-  ASSERT_TRUE(r.ok);
-  EXPECT_EQ(r.module.audit.sass_inspected, opted_in && find_sass_tool().has_value());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.module().audit.sass_inspected, opted_in && find_sass_tool().has_value());
 }
 
 TEST(PrecisionAudit, PolicyAndNames) {

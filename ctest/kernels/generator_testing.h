@@ -342,13 +342,13 @@ inline void expect_every_config_compiles(const std::vector<TaskSpec>& tasks,
       const CompileResult r = future.get();
       const Config& c = unit->config;
       hits += r.cache_hit ? 1 : 0;
-      if (!r.ok) {
+      if (!r.ok()) {
         if (++failures <= 5)
-          ADD_FAILURE() << "task " << unit->candidate.task_id << " " << c.str() << ": " << r.error
+          ADD_FAILURE() << "task " << unit->candidate.task_id << " " << c.str() << ": " << r.error()
                         << "\n" << r.log;
         continue;
       }
-      const PrecisionAudit& audit = r.module.audit;
+      const PrecisionAudit& audit = r.module().audit;
       const bool fast_math = c.has("fast_math") && c.at("fast_math") == "on";
       const std::string precision = c.has("precision") ? c.at("precision") : "fp32";
       const std::optional<PrecisionCategory> reduced = precision_category_of(precision);

@@ -62,7 +62,7 @@ TEST(Realize, BodyWithHelpersCompiles) {
   EXPECT_TRUE(contains(r.candidate->source, "__device__ __forceinline__ float relu1"));
   EXPECT_TRUE(contains(r.candidate->source, "kbrl_forward"));
   const CompileResult c = compile(*r.candidate);
-  EXPECT_TRUE(c.ok) << c.log << "\n" << r.candidate->source;
+  EXPECT_TRUE(c.ok()) << c.log << "\n" << r.candidate->source;
 }
 
 TEST(Realize, ACompleteScaffoldDefinitionIsTakenApart) {
@@ -77,7 +77,7 @@ TEST(Realize, ACompleteScaffoldDefinitionIsTakenApart) {
   const Realized r = realize(task, text_action(text));
   ASSERT_TRUE(r.candidate) << r.format_error;
   const CompileResult c = compile(*r.candidate);
-  EXPECT_TRUE(c.ok) << c.log << "\n" << r.candidate->source;
+  EXPECT_TRUE(c.ok()) << c.log << "\n" << r.candidate->source;
 }
 
 TEST(Realize, CandidateFileStyle) {
@@ -141,7 +141,7 @@ TEST(Realize, BracesInCommentsAndStringsDoNotCount) {
                                                "/* and { here */\n"
                                                "KBRL_GRID_STRIDE_LOOP(i, y_numel) { y[i] = x[i] > 0.f ? x[i] : 0.f; }\n```"));
   ASSERT_TRUE(r.candidate) << r.format_error;
-  EXPECT_TRUE(compile(*r.candidate).ok);
+  EXPECT_TRUE(compile(*r.candidate).ok());
 }
 
 TEST(Realize, KindsAndStylesParse) {

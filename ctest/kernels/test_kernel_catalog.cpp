@@ -137,8 +137,8 @@ TEST(KernelCatalog, KnownGoodCompileAtFullPrecision) {
   for (const auto& k : known_good_kernels()) {
     SCOPED_TRACE(k.name);
     const CompileResult r = compile(parse(k, Scale::kernelbench));
-    EXPECT_TRUE(r.ok) << r.error << "\n" << r.log;
-    EXPECT_FALSE(r.module.audit.reduced_precision()) << r.module.audit.summary();
+    EXPECT_TRUE(r.ok()) << r.error() << "\n" << r.log;
+    EXPECT_FALSE(r.module().audit.reduced_precision()) << r.module().audit.summary();
   }
 }
 
@@ -149,10 +149,10 @@ TEST(KernelCatalog, AdversarialCompileUnlessMeantNotTo) {
     const auto candidate = parse_or_fail(k, Scale::kernelbench);
     if (!candidate) continue;
     const CompileResult r = compile(*candidate);
-    EXPECT_TRUE(r.ok) << r.error << "\n" << r.log;
+    EXPECT_TRUE(r.ok()) << r.error() << "\n" << r.log;
     // The fp16 round trip is also visible to the precision audit (the check still decides).
     if (k.name == "half_precision") {
-      EXPECT_TRUE(r.module.audit.has(PrecisionCategory::fp16));
+      EXPECT_TRUE(r.module().audit.has(PrecisionCategory::fp16));
     }
   }
 }
@@ -244,10 +244,10 @@ TEST(KernelCatalog, CompileErrorKernelsFailForTheRightReason) {
     const auto candidate = parse_or_fail(k, Scale::kernelbench);
     if (!candidate) continue;
     const CompileResult r = compile(*candidate, options);
-    EXPECT_FALSE(r.ok);
+    EXPECT_FALSE(r.ok());
     EXPECT_EQ(r.outcome(), Outcome::compile_error);
-    EXPECT_TRUE(contains(r.error, reason.at(k.name))) << "error: " << r.error;
-    if (std::getenv("KBRL_TEST_VERBOSE")) std::cout << k.name << ": " << r.error << "\n";
+    EXPECT_TRUE(contains(r.error(), reason.at(k.name))) << "error: " << r.error();
+    if (std::getenv("KBRL_TEST_VERBOSE")) std::cout << k.name << ": " << r.error() << "\n";
   }
 }
 
@@ -256,13 +256,13 @@ TEST(KernelCatalog, HostFileNeverReachesTheLog) {
   const CatalogKernel* k = find_catalog_kernel("include_host_file");
   ASSERT_NE(k, nullptr);
   const CompileResult r = compile(parse(*k, Scale::kernelbench));
-  ASSERT_FALSE(r.ok);
+  ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.options.empty()) << "NVRTC ran";
   std::ifstream passwd("/etc/passwd");
   std::string line;
   if (std::getline(passwd, line) && !line.empty()) {
     EXPECT_FALSE(contains(r.log, line));
-    EXPECT_FALSE(contains(r.error, line));
+    EXPECT_FALSE(contains(r.error(), line));
   }
 }
 

@@ -117,9 +117,9 @@ TEST(Scaffold, BodiesCompileWithNvrtc) {
       SCOPED_TRACE(fmt::format("task {} at {}", c.task_id, to_string(scale)));
       const Candidate candidate = scaffold(task_spec(c.task_id, scale), c.body);
       const CompileResult r = compile(candidate);
-      EXPECT_TRUE(r.ok) << r.error << "\n" << r.log << "\n" << candidate.source;
-      EXPECT_TRUE(contains(r.module.ptx, ".entry kbrl_forward")) << r.module.ptx.substr(0, 2000);
-      EXPECT_FALSE(r.module.cubin.empty());
+      EXPECT_TRUE(r.ok()) << r.error() << "\n" << r.log << "\n" << candidate.source;
+      EXPECT_TRUE(contains(r.module().ptx, ".entry kbrl_forward")) << r.module().ptx.substr(0, 2000);
+      EXPECT_FALSE(r.module().cubin.empty());
     }
   }
 }
@@ -129,9 +129,9 @@ TEST(Scaffold, LineDirectivesPointIntoTheUsersFile) {
   options.file_name = "body.cu";
   options.body_first_line = 10;
   const CompileResult r = compile(scaffold(task_spec(19, Scale::small), "y[0] = 1;\nundefined_thing;\n", options));
-  ASSERT_FALSE(r.ok);
+  ASSERT_FALSE(r.ok());
   EXPECT_TRUE(contains(r.log, "body.cu(11)")) << r.log;
-  EXPECT_TRUE(contains(r.error, "undefined_thing")) << r.error;
+  EXPECT_TRUE(contains(r.error(), "undefined_thing")) << r.error();
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
+#include <stdexcept>
 
 #include <kbrl/error.h>
 #include <kbrl/sha256.h>
@@ -135,12 +136,12 @@ CompileResult compile(const Candidate& candidate, const CompileOptions& options,
   };
 
   if (auto problem = check_source(candidate.source)) {
-    result.error = std::move(*problem);
+    result.value = CompileError{std::move(*problem)};
     return finish();
   }
   const CanonicalOptions canonical = canonical_options(candidate.options);
   if (!canonical.ok()) {
-    result.error = canonical.error;
+    result.value = CompileError{canonical.error};
     return finish();
   }
   result.options = nvrtc_options(canonical.options, options);
@@ -180,7 +181,7 @@ CompileResult compile(const Candidate& candidate, const CompileOptions& options,
   result.log = std::move(out.log);
   switch (out.status) {
     case NvrtcOutput::Status::timed_out:
-      result.error = fmt::format("compile timed out after {:g} s", options.time_limit_seconds);
+      result.value = CompileError{fmt::format("compile timed out after {:g} s", options.time_limit_seconds)};
       if (cache) {
         CompileResult stored = result;
         stored.key = timeout_key(result.key, options.time_limit_seconds);
@@ -188,18 +189,17 @@ CompileResult compile(const Candidate& candidate, const CompileOptions& options,
       }
       return finish();
     case NvrtcOutput::Status::died:
-      result.error = out.detail;
+      result.value = CompileError{out.detail};
       return finish();
     case NvrtcOutput::Status::failed:
-      result.error = first_error_line(result.log);
+      result.value = CompileError{first_error_line(result.log)};
       break;
     case NvrtcOutput::Status::compiled: {
       if (std::string why = forbidden_ptx(out.ptx); !why.empty()) {
-        result.error = std::move(why);
+        result.value = CompileError{std::move(why)};
         break;
       }
-      result.ok = true;
-      CompiledModule& m = result.module;
+      CompiledModule& m = result.value.emplace<CompiledModule>();
       m.key = result.key;
       m.arch = options.arch;
       m.ptx = std::move(out.ptx);
@@ -212,6 +212,17 @@ CompileResult compile(const Candidate& candidate, const CompileOptions& options,
   }
   if (cache) cache->store(result);
   return finish();
+}
+
+const CompiledModule& CompileResult::module() const {
+  if (const auto* m = std::get_if<CompiledModule>(&value)) return *m;
+  throw std::logic_error("CompileResult::module() of a candidate that did not compile: " + error());
+}
+
+const std::string& CompileResult::error() const {
+  static const std::string kNone;
+  const auto* e = std::get_if<CompileError>(&value);
+  return e ? e->message : kNone;
 }
 
 std::string log_naming_file(std::string_view log, std::string_view file) {

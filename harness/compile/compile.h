@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include <kbrl/outcome.h>
@@ -50,20 +51,30 @@ struct CompiledModule {
   bool operator==(const CompiledModule&) const = default;
 };
 
+/// Why a candidate did not compile, in one line: a rejected option, include or size; "compile timed
+/// out after 2 s"; "compiler exceeded its memory limit ..."; or the first error line of NVRTC's log.
+struct CompileError {
+  std::string message;
+  bool operator==(const CompileError&) const = default;
+};
+
+/// What compile() made of a candidate: a compiled module or a compile error (one or the other,
+/// never both), with what the call did on either side (NVRTC's log, options, key, time, cache).
 struct CompileResult {
-  bool ok = false;
-  CompiledModule module;  // meaningful when ok
-  /// Why not ok, in one line: a rejected option, include or size; "compile timed out after 2 s";
-  /// "compiler exceeded its memory limit ..."; or the first error line of NVRTC's log.
-  std::string error;
+  std::variant<CompileError, CompiledModule> value;
   std::string log;                   // NVRTC's log, kept on failure too
   std::vector<std::string> options;  // the NVRTC options (empty when rejected before NVRTC)
   std::string key;                   // the content key ("" when rejected before hashing)
   double seconds = 0.0;              // wall time of this call
   bool cache_hit = false;
 
+  bool ok() const { return std::holds_alternative<CompiledModule>(value); }
+  /// The module; throws std::logic_error when the candidate did not compile (ask ok() first).
+  const CompiledModule& module() const;
+  /// Why it did not compile; "" when it did.
+  const std::string& error() const;
   /// ok or compile_error.
-  Outcome outcome() const { return ok ? Outcome::ok : Outcome::compile_error; }
+  Outcome outcome() const { return ok() ? Outcome::ok : Outcome::compile_error; }
 };
 
 /// `log` with kNvrtcProgramName replaced by `file` (the user's candidate file) where NVRTC names it

@@ -103,11 +103,12 @@ std::string serialize_compile_result(const CompileResult& result) {
   detail::ByteWriter w;
   w.raw(kMagic);
   w.str(result.key);
-  w.u64(result.ok ? 1 : 0);
-  w.str(result.error);
+  static const CompiledModule kNone;  // a compile error's record: empty module fields, as before
+  w.u64(result.ok() ? 1 : 0);
+  w.str(result.error());
   w.str(result.log);
   w.strings(result.options);
-  const CompiledModule& m = result.module;
+  const CompiledModule& m = result.ok() ? result.module() : kNone;
   w.str(m.key);
   w.str(m.arch);
   w.str(m.ptx);
@@ -130,11 +131,11 @@ std::optional<CompileResult> deserialize_compile_result(std::string_view bytes) 
   detail::ByteReader r(body.substr(kMagic.size()));
   CompileResult result;
   result.key = r.str();
-  result.ok = r.u64() != 0;
-  result.error = r.str();
+  const bool ok = r.u64() != 0;
+  std::string error = r.str();
   result.log = r.str();
   result.options = r.strings();
-  CompiledModule& m = result.module;
+  CompiledModule m;
   m.key = r.str();
   m.arch = r.str();
   m.ptx = r.str();
@@ -142,6 +143,8 @@ std::optional<CompileResult> deserialize_compile_result(std::string_view bytes) 
   m.log = r.str();
   m.options = r.strings();
   if (!read_audit(r, m.audit) || !r.at_end()) return std::nullopt;
+  if (ok) result.value = std::move(m);
+  else result.value = CompileError{std::move(error)};
   return result;
 }
 
