@@ -17,8 +17,10 @@ std::vector<std::string> adaptation_row(const std::string& experiment, const std
                                         const std::string& value, const TttConfig& config,
                                         const TttResult& result);
 
-/// A TTT step's fast_1 with its 95% bootstrap interval over tasks (each task's fast share of the
-/// step's rollouts; the same seed everywhere).
+/// Each task's fast share of a step's rollouts, in `tasks`' order.
+std::vector<double> per_task_fast_1(const std::vector<Rollout>& rollouts, const std::vector<int>& tasks);
+/// A TTT step's fast_1 with its 95% bootstrap interval over tasks (per_task_fast_1; the same seed
+/// everywhere).
 stats::BootstrapInterval step_interval(const std::vector<Rollout>& rollouts, const std::vector<int>& tasks);
 
 /// The probe's fixed sample set: best_of_n's first-seed samples on subset 1 (InputError when it has

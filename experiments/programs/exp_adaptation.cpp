@@ -19,10 +19,14 @@
 
 namespace kbrl {
 
-stats::BootstrapInterval step_interval(const std::vector<Rollout>& rollouts, const std::vector<int>& tasks) {
+std::vector<double> per_task_fast_1(const std::vector<Rollout>& rollouts, const std::vector<int>& tasks) {
   std::vector<double> per_task;
   for (int id : tasks) per_task.push_back(score_rollouts(rollouts_of_task(rollouts, id)).fast_1);
-  return stats::bootstrap_mean(per_task, 2026);
+  return per_task;
+}
+
+stats::BootstrapInterval step_interval(const std::vector<Rollout>& rollouts, const std::vector<int>& tasks) {
+  return stats::bootstrap_mean(per_task_fast_1(rollouts, tasks), 2026);
 }
 
 std::vector<schemas::SampleRow> probe_samples(const ExperimentContext& ctx) {
@@ -144,16 +148,16 @@ void write_equal_budget(const ExperimentContext& ctx, const std::vector<std::pai
   std::map<std::string, Across> across;
   auto add = [&](const std::string& method, const std::string& label, uint64_t seed, int64_t rollouts,
                  const StepMetrics& m, const std::vector<Rollout>& sampled) {
-    const auto ci = step_interval(sampled, b.subset1);
+    const std::vector<double> shares = per_task_fast_1(sampled, b.subset1);
+    const auto ci = stats::bootstrap_mean(shares, 2026);  // step_interval's
     eq.row({"subset1", label, cell(rollouts), cell(m.fast_1), cell(m.sig_fast_1), equivalent_k(curve, m.fast_1),
             cell(ci.lower), cell(ci.upper), cell(static_cast<int64_t>(seed)), ""});
     Across& a = across[method];
     a.fast.push_back(m.fast_1);
     a.sig.push_back(m.sig_fast_1);
     a.rollouts += static_cast<double>(rollouts);
-    a.per_task.resize(b.subset1.size(), 0.0);
-    for (size_t i = 0; i < b.subset1.size(); ++i)
-      a.per_task[i] += score_rollouts(rollouts_of_task(sampled, b.subset1[i])).fast_1;
+    a.per_task.resize(shares.size(), 0.0);
+    for (size_t i = 0; i < shares.size(); ++i) a.per_task[i] += shares[i];
   };
   for (const auto& [seed, batch] : batches) {
     const auto boa_step = static_cast<size_t>(batch.boa.best_step);
@@ -168,11 +172,11 @@ void write_equal_budget(const ExperimentContext& ctx, const std::vector<std::pai
   }
   for (const char* method : {"ttt_boa", "base_step0", "boa_fresh"}) {
     const Across& a = across.at(method);
-    std::vector<double> per_task = a.per_task;
+    std::vector<double> per_task = a.per_task;  // each task's mean over seeds
     for (double& x : per_task) x /= static_cast<double>(a.fast.size());
     const auto ci = stats::bootstrap_mean(per_task, 2026);
-    const double fast = stats::mean(a.fast);
-    eq.row({"subset1", std::string(method) + "_mean", cell(a.rollouts / static_cast<double>(a.fast.size())), cell(fast), cell(stats::mean(a.sig)),
+    const double fast = stats::mean(a.fast), seeds = static_cast<double>(a.fast.size());
+    eq.row({"subset1", std::string(method) + "_mean", cell(a.rollouts / seeds), cell(fast), cell(stats::mean(a.sig)),
             equivalent_k(curve, fast), cell(ci.lower), cell(ci.upper), "mean",
             a.fast.size() > 1 ? cell(stats::sample_stdev(a.fast)) : ""});
   }
