@@ -14,14 +14,16 @@ endif()
 message(STATUS "kbrl: libtorch ${Torch_VERSION} (CUDA: ${KBRL_TORCH_CUDA})")
 
 # kbrl_export_headers(target name source_dir): the target's public include directory is
-# ${CMAKE_BINARY_DIR}/include/<target>, which holds one entry, <name>, a link to source_dir. So
-# <name/x.h> resolves for the target and for what links it, and for nothing else: each library
-# exports only its own headers (a layering break is a compile error; ctest/layering checks it).
+# ${CMAKE_BINARY_DIR}/include/<target>, which holds <name>, a link to source_dir (a folder or one
+# header; name may have folders of its own: harness/compile, harness/stats.h). So <name/x.h>
+# resolves for the target and for what links it, and for nothing else: each library exports only
+# its own headers (a layering break is a compile error; ctest/layering checks it).
 # Include spelling (everywhere): a header of another folder as <folder/path.h> (<harness/gpu/...>,
 # <kbrl/error.h>), a header of the same folder as "name.h".
 function(kbrl_export_headers target name source_dir)
   set(dir ${CMAKE_BINARY_DIR}/include/${target})
-  file(MAKE_DIRECTORY ${dir})
+  get_filename_component(parent ${dir}/${name} DIRECTORY)
+  file(MAKE_DIRECTORY ${parent})
   file(CREATE_LINK ${source_dir} ${dir}/${name} SYMBOLIC)
   get_target_property(type ${target} TYPE)
   if(type STREQUAL "INTERFACE_LIBRARY")
