@@ -37,7 +37,10 @@ inline uint32_t guard_nan(uint64_t bits) {
 inline std::pair<uint32_t, uint32_t> guard_words(uint64_t key, uint64_t draw) {
   const uint32_t lead = guard_nan(derive_seed(key, {static_cast<int64_t>(draw), 0}));
   uint32_t trail = guard_nan(derive_seed(key, {static_cast<int64_t>(draw), 1}));
-  if (trail == lead) trail = guard_nan(static_cast<uint64_t>(lead) + 1);
+  // Equal by chance (about 2^-24): draw the trailing word again. (lead + 1 is no remedy: for lead
+  // 0xFFFFFFFE it is the poison, which guard_nan turns back into lead.)
+  for (int64_t again = 2; trail == lead; ++again)
+    trail = guard_nan(derive_seed(key, {static_cast<int64_t>(draw), again}));
   return {lead, trail};
 }
 
