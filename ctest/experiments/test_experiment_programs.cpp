@@ -89,6 +89,24 @@ TEST(ExperimentPrograms, EveryExperimentWritesItsTablesOnTheSyntheticEnvironment
   // An experiment whose input is missing says which experiment to run first.
   const fs::path empty = results / "empty";
   EXPECT_EQ(run(std::string(KBRL_EXPERIMENT) + " selection --env synthetic --budget tiny --results " + empty.string()), 2);
+  // ... before it runs or writes anything (ttt reads best_of_n's tables only at its end).
+  EXPECT_EQ(run(std::string(KBRL_EXPERIMENT) + " ttt --env synthetic --budget tiny --results " + empty.string()), 2);
+  EXPECT_FALSE(fs::exists(empty)) << "a run refused for a missing input wrote " << empty;
+  // Every run marks its settings.json finished; a run that stopped part way is refused as an input.
+  const fs::path bon_settings = results / "synthetic" / "tiny" / "best_of_n" / "settings.json";
+  nlohmann::json bon_json = nlohmann::json::parse(file_text(bon_settings));
+  EXPECT_EQ(bon_json.at("finished"), true);
+  EXPECT_GT(bon_json.at("wall_seconds").get<double>(), 0);
+  bon_json["finished"] = false;
+  std::ofstream(bon_settings) << bon_json.dump(2);
+  std::string refused;
+  EXPECT_EQ(testing::run_output(std::string(KBRL_EXPERIMENT) + " selection --env synthetic --budget tiny --results " +
+                                    results.string(),
+                                &refused),
+            2);
+  EXPECT_NE(refused.find("did not finish"), std::string::npos) << refused;
+  bon_json["finished"] = true;
+  std::ofstream(bon_settings) << bon_json.dump(2);
   EXPECT_EQ(run(std::string(KBRL_EXPERIMENT) + " no_such_experiment --env synthetic"), 2);
   EXPECT_EQ(run(std::string(KBRL_EXPERIMENT) + " ttt --budget huge --env synthetic"), 2);
   // A served model only samples: the training experiments refuse it, and so does the synthetic table.

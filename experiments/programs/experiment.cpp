@@ -260,6 +260,41 @@ bool Experiment::starts_from_rlvr() const {
   return name != "policy_sweep" && std::find(needs.begin(), needs.end(), "base_policy") != needs.end();
 }
 
+std::vector<std::string> Experiment::inputs(const ExperimentContext& ctx) const {
+  std::vector<std::string> v;
+  for (const std::string& n : needs) {
+    // a served model is sampled as served; --from loaded starts from the model as given
+    if (n == "base_policy" && (ctx.served_model() || (ctx.from_loaded && starts_from_rlvr()))) continue;
+    if (n == "best_of_n" && !ctx.samples_file.empty()) continue;
+    v.push_back(n);
+  }
+  return v;
+}
+
+void check_inputs_finished(const ExperimentContext& ctx, const Experiment& e) {
+  for (const std::string& n : e.inputs(ctx)) {
+    const std::filesystem::path settings = ctx.results / n / "settings.json";
+    const std::string command = fmt::format("kbrl-experiment {} --budget {} --env {}", n, ctx.budget.name, ctx.env_flag);
+    KBRL_CHECK_INPUT(std::filesystem::exists(settings),
+                     "{} needs the outputs of the {} experiment in {}, and it has not run there: run `{}` first "
+                     "(`ctest -L experiments` runs it as a fixture)",
+                     e.name, n, (ctx.results / n).string(), command);
+    nlohmann::json s;
+    try {
+      std::ifstream in(settings);
+      s = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& err) {
+      throw InputError(fmt::format("{} needs the outputs of the {} experiment, and {} is not JSON ({}): rerun `{}`",
+                                   e.name, n, settings.string(), err.what(), command));
+    }
+    // Runs from before the marker existed have no "finished" key: their outputs are taken as they are.
+    KBRL_CHECK_INPUT(!s.is_object() || !s.contains("finished") || s["finished"] != false,
+                     "{} needs the outputs of the {} experiment, and its run in {} did not finish (settings.json: "
+                     "\"finished\": false; it stopped part way, its CSVs may be incomplete): rerun `{}`",
+                     e.name, n, (ctx.results / n).string(), command);
+  }
+}
+
 const Experiment& experiment_named(const std::string& name) {
   std::string names;
   for (const Experiment& e : experiments()) {

@@ -186,7 +186,16 @@ struct Experiment {
   /// Starts from base_policy's RLVR checkpoint, so --from loaded applies: every experiment that
   /// needs base_policy except policy_sweep, which compares base_policy's stages.
   bool starts_from_rlvr() const;
+  /// The experiments whose outputs this run reads: `needs`, less base_policy for a served model or
+  /// with --from loaded, and less best_of_n where --samples replaces its samples.
+  std::vector<std::string> inputs(const ExperimentContext& ctx) const;
 };
+
+/// InputError unless every experiment of `e.inputs(ctx)` has run to its end under ctx.results (its
+/// settings.json there, not marked `"finished": false`), naming the command that runs it: checked
+/// before a run starts, so a missing input costs nothing (before, ttt found best_of_n missing
+/// after minutes of sampling).
+void check_inputs_finished(const ExperimentContext& ctx, const Experiment& e);
 
 /// The names of the experiments that take --policy endpoint:...
 std::vector<std::string> served_model_experiments();

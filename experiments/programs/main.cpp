@@ -187,6 +187,7 @@ int run(const Options& o) {
                      "(a served model is always sampled as served)");
     ctx.from_loaded = true;
   }
+  check_inputs_finished(ctx, experiment);  // before anything is written or run
   KBRL_CHECK_INPUT(o.overlap == "auto" || o.overlap == "on" || o.overlap == "off",
                    "unknown --overlap '{}' (auto, on, off)", o.overlap);
   ctx.scale = parse_scale(o.scale.empty() ? (synthetic ? "small" : "kernelbench") : o.scale);
@@ -264,8 +265,9 @@ int run(const Options& o) {
                 experiment.name.c_str(), no_gpu.c_str(), ctx.dir.string().c_str());
     std::fflush(stdout);
   }
+  nlohmann::json settings;
   {
-    nlohmann::json settings = {{"experiment", experiment.name}, {"reproduces", experiment.reproduces},
+    settings = {{"experiment", experiment.name}, {"reproduces", experiment.reproduces},
                                {"budget", o.budget},           {"env", env_name},
                                {"env_requested", o.env},
                                {"scale", std::string(to_string(ctx.scale))},
@@ -285,11 +287,17 @@ int run(const Options& o) {
     // --gpus: each record in rollouts.jsonl names the GPU that evaluated it.
     if (synthetic) settings["note"] = "synthetic reward table (a fixed table in place of the GPU evaluator): not measurements";
     if (!no_gpu.empty()) settings["no_gpu"] = no_gpu;
+    // false until the run returns: an experiment that reads this one's outputs refuses a run that
+    // stopped part way (its CSVs may hold only headers).
+    settings["finished"] = false;
     std::ofstream(ctx.dir / "settings.json") << settings.dump(2) << "\n";
   }
   ctx.progress(fmt::format("start: budget {}, env {}, scale {}, results in {}", o.budget, env_name,
                            to_string(ctx.scale), ctx.dir.string()));
   experiment.run(ctx);
+  settings["finished"] = true;
+  settings["wall_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::ofstream(ctx.dir / "settings.json") << settings.dump(2) << "\n";
   ctx.progress(fmt::format("done ({} s of evaluation)", cell(env->evaluator_seconds())));
   if (judged && judged->failures() > 0)
     std::fprintf(stderr, "kbrl-experiment %s: the judge's answer was unusable for %lld candidates (scored 0; see "
