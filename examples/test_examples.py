@@ -204,6 +204,20 @@ def async_jobs():
     return f"async outcomes {[r['outcome'] for r in polled]}; timeout: {gone}"
 
 
+def trl_grpo_checks():
+    """trl_grpo.py's checks before it loads anything: a wrong task id and bad sizes are refused."""
+    import subprocess
+    script = os.path.join(HERE, "trl_grpo.py")
+    unknown = subprocess.run([sys.executable, script, "--model", "m", "--tasks", f"{TASK},9999", "--out", "unused"],
+                             capture_output=True, text=True, timeout=120)
+    assert unknown.returncode == 1 and "unknown task ids [9999]" in unknown.stderr, unknown
+    small = subprocess.run([sys.executable, script, "--model", "m", "--group", "1", "--out", "unused"],
+                           capture_output=True, text=True, timeout=120)
+    assert small.returncode == 2 and "--group >= 2" in small.stderr, small
+    assert not os.path.exists("unused")
+    return "unknown task and --group 1 refused"
+
+
 UNCOMPILED = None
 print(f"kbrl serve at {os.environ['KBRL_SERVE_URL']}; stubs for: {', '.join(stubbed) or 'none'}")
 check("kbrl_client.evaluate", direct)
@@ -214,6 +228,7 @@ check("tinker_env.KbrlEnv", lambda: rewards_ok(asyncio.run(tinker_episode()), UN
 check("tinker_env.KbrlDatasetBuilder", dataset_builder)
 check("verifiers_rubric", verifiers_rewards)
 check("trl_reward.kbrl_reward", trl_rewards)
+check("trl_grpo.py (before TRL loads)", trl_grpo_checks)
 check("verl_compute_score", verl_rewards)
 check("skyrl_env.KbrlSkyrlEnv", skyrl_rewards)
 print("FAILED: " + ", ".join(failures) if failures else "all examples passed")
