@@ -1,7 +1,8 @@
 #pragma once
 // The evaluator's way in from a policy's actions (text or knobs): each action realized into a
 // candidate (kernels/action.h), a text that yields none recorded as its format error, the rest keyed
-// under the observation, every key evaluated once (not at all when the caller's store has it), and
+// under the observation, every key evaluated once (not at all when the caller's store has it:
+// harness/record/keyed_work.h, where kbrl serve removes its duplicates too), and
 // every record put into that one keyed store. The experiments' environment and `kbrl sweep` call it;
 // `kbrl serve` queues its candidates through evaluate_each (serve/scheduler.cpp).
 #include <cstdint>

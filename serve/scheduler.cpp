@@ -81,7 +81,7 @@ struct Scheduler::Gpu {
 Scheduler::Scheduler(EvalSettings defaults, SchedulerOptions options)
     : defaults_(std::move(defaults)),
       options_(std::move(options)),
-      recent_(options_.recent_records, options_.recent_record_bytes),
+      keyed_(RecentRecords(options_.recent_records, options_.recent_record_bytes)),
       jobs_(options_.kept_job_bytes) {
   KBRL_CHECK_INPUT(!options_.gpus.empty(), "the server needs at least one GPU (--gpus)");
   for (size_t i = 0; i < options_.gpus.size(); ++i)
@@ -178,15 +178,6 @@ void Scheduler::mark_down(Gpu& gpu, std::string detail) {
   work_.notify_all();  // a GPU going down lets resting ones take items when none else can
 }
 
-std::vector<Scheduler::Entry> Scheduler::take_in_flight(const std::string& key) {
-  std::vector<Entry> waiting;
-  auto it = in_flight_.find(key);
-  if (it == in_flight_.end()) return waiting;
-  waiting = std::move(it->second);
-  in_flight_.erase(it);
-  return waiting;
-}
-
 void Scheduler::start_worker(Gpu& gpu) {
   if (defaults_.compile_only) return set_state(gpu, "up");  // compiling needs no worker
   try {
@@ -260,8 +251,7 @@ void Scheduler::answer(const std::string& key, const EvalRecord& record) {
   std::vector<Entry> waiters;
   {
     std::lock_guard lock(mutex_);
-    waiters = take_in_flight(key);
-    if (record.outcome != Outcome::harness_error) recent_.remember(key, record);  // a rerun tries again
+    waiters = keyed_.finish(key, record, record.outcome != Outcome::harness_error);  // a rerun tries a fault again
     count_answered(record.outcome, static_cast<int64_t>(waiters.size()));
     metrics_.deduplicated += waiters.empty() ? 0 : static_cast<int64_t>(waiters.size()) - 1;
   }
@@ -316,15 +306,13 @@ void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
         std::optional<EvalRecord> known;
         {
           std::lock_guard lock(mutex_);
-          if ((known = recent_.find(keyed.key))) {
+          const auto claim = keyed_.claim(keyed.key, *e, &known);
+          if (claim == Keyed::Claim::joined) continue;  // answered with the one in flight
+          if (claim == Keyed::Claim::leads) {
+            leading.push_back(keyed.key);
+          } else {
             count_answered(known->outcome, 1);
             metrics_.deduplicated += 1;
-          } else if (auto f = in_flight_.find(keyed.key); f != in_flight_.end()) {
-            f->second.push_back(*e);  // answered with the one in flight
-            continue;
-          } else {
-            in_flight_[keyed.key].push_back(*e);
-            leading.push_back(keyed.key);
           }
         }
         if (known) {
@@ -361,7 +349,7 @@ void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
       if (left.empty()) continue;
       std::vector<Entry> back;
       for (size_t i : left)
-        for (Entry& w : take_in_flight(todo[i].key)) back.push_back(std::move(w));
+        for (Entry& w : keyed_.release(todo[i].key)) back.push_back(std::move(w));
       for (size_t later = g + 1; later < order.size(); ++later)
         for (Entry* e : groups[order[later]]) back.push_back(std::move(*e));
       requeue(std::move(back));
@@ -376,7 +364,7 @@ void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
         std::lock_guard lock(mutex_);
         std::vector<Entry> held;
         for (const std::string& key : leading)
-          for (Entry& w : take_in_flight(key)) held.push_back(std::move(w));
+          for (Entry& w : keyed_.release(key)) held.push_back(std::move(w));
         for (size_t i = handled; i < group.size(); ++i) held.push_back(*group[i]);
         mark_down(gpu, e.what());
         const size_t others_up = static_cast<size_t>(std::count_if(
@@ -435,7 +423,7 @@ SchedulerMetrics Scheduler::metrics() const {
     m.worker_restarts += g->restart_count;
     m.per_gpu.push_back({g->device, g->state, g->state_detail, g->state == "up", g->restart_count});
   }
-  m.recent_record_bytes = recent_.bytes();
+  m.recent_record_bytes = keyed_.known().bytes();
   m.kept_job_bytes = jobs_.finished_bytes();
   return m;
 }

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include <harness/evaluator.h>
+#include <harness/record/keyed_work.h>
 #include <harness/record/rollout_log.h>
 
 #include "api.h"
@@ -137,8 +138,6 @@ class Scheduler {
   void answer(const std::string& key, const EvalRecord& record);
   /// Puts entries back at the front of their clients' queues, in order (mutex_ held).
   void requeue(std::vector<Entry> entries);
-  /// The entries waiting on an in-flight key, which is no longer in flight (mutex_ held).
-  std::vector<Entry> take_in_flight(const std::string& key);
   /// Marks a GPU down for `detail`: it rests for down_retry_seconds from now (mutex_ held).
   void mark_down(Gpu& gpu, std::string detail);
   /// Whether `gpu` is down and waits before its next try while another GPU is not down (mutex_ held).
@@ -159,8 +158,10 @@ class Scheduler {
   bool stopping_ = false;
   std::atomic<bool> draining_{false};
   size_t idle_ = 0;  // dispatchers waiting for items (not resting)
-  std::unordered_map<std::string, std::vector<Entry>> in_flight_;  // record key -> the entries it answers
-  RecentRecords recent_;
+  // Identical items meet here (mutex_ held): the recent records, and each key in flight with the
+  // entries it answers.
+  using Keyed = KeyedWork<Entry, RecentRecords>;
+  Keyed keyed_;
   JobStore jobs_;
   SchedulerMetrics metrics_;
   std::vector<std::unique_ptr<Gpu>> gpus_;
