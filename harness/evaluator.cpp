@@ -1,5 +1,6 @@
 #include "evaluator.h"
 
+#include <algorithm>
 #include <atomic>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <harness/compile/compile_cache.h>
 #include <harness/compile/compile_pool.h>
 #include <harness/compile/kernel_params.h>
+#include <harness/record/keyed_work.h>
 #include <harness/record/rollout_log.h>
 #include <harness/worker/gpu_protocol.h>
 #include <harness/worker/worker.h>
@@ -20,6 +22,14 @@
 
 namespace kbrl {
 namespace {
+
+// The rollout log as KeyedWork's known records: a logged key is answered from the log (resume);
+// a new record needs no remembering here, since finish() appends it to the log.
+struct LoggedRecords {
+  RolloutLog* log;
+  std::optional<EvalRecord> find(const std::string& key) const { return log ? log->find(key) : std::nullopt; }
+  void remember(const std::string&, const EvalRecord&) {}
+};
 
 std::string default_worker_program() {
   if (const char* env = std::getenv("KBRL_WORKER"); env && *env) return env;
@@ -252,43 +262,36 @@ std::vector<size_t> Evaluator::evaluate_each(const std::vector<KeyedCandidate>& 
                                                 impl_->cache.get());
   }
   // Logged candidates get their records from the log (resume), each distinct key is evaluated once
-  // (a repeat gets the first one's record), all compiles are queued before the first check.
-  std::vector<std::optional<EvalRecord>> out(candidates.size());
+  // (a repeat gets the first one's record: KeyedWork), all compiles are queued before the first check.
+  KeyedWork<size_t, LoggedRecords> work(LoggedRecords{log_});
   std::vector<size_t> todo;
-  std::map<std::string, size_t> first_of;  // key -> index of its first candidate
   std::vector<std::future<CompileResult>> compiles;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    if (log_) {
-      if (std::optional<EvalRecord> logged = log_->find(candidates[i].key)) {
-        out[i] = std::move(logged);
-        continue;
-      }
+    std::optional<EvalRecord> logged;
+    switch (work.claim(candidates[i].key, i, &logged)) {
+      case KeyedWork<size_t, LoggedRecords>::Claim::known: on_record(i, *logged); break;
+      case KeyedWork<size_t, LoggedRecords>::Claim::joined: break;
+      case KeyedWork<size_t, LoggedRecords>::Claim::leads:
+        todo.push_back(i);
+        compiles.push_back(impl_->pool->submit(candidates[i].candidate));
+        break;
     }
-    if (!first_of.emplace(candidates[i].key, i).second) continue;
-    todo.push_back(i);
-    compiles.push_back(impl_->pool->submit(candidates[i].candidate));
   }
-  for (size_t i = 0; i < candidates.size(); ++i)
-    if (out[i]) on_record(i, *out[i]);
   size_t k = 0;
   for (; k < todo.size(); ++k) {
     if (k > 0 && go_on && !go_on()) break;
     const size_t i = todo[k];
     const KeyedCandidate& c = candidates[i];
     const TaskSpec& spec = specs.at(c.candidate.task_id);
-    out[i] = actions.empty() ? finish(spec, c, compiles[k].get(), {}, policy)
-                             : finish(spec, c, compiles[k].get(), actions[i].first, policy, actions[i].second);
-    on_record(i, *out[i]);
+    const EvalRecord record = actions.empty()
+                                  ? finish(spec, c, compiles[k].get(), {}, policy)
+                                  : finish(spec, c, compiles[k].get(), actions[i].first, policy, actions[i].second);
+    for (size_t waiter : work.finish(c.key, record)) on_record(waiter, record);  // finish() logged it
   }
-  std::vector<size_t> left;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    if (out[i]) continue;
-    const size_t first = first_of.at(candidates[i].key);
-    if (first != i && out[first])
-      on_record(i, *out[first]);
-    else
-      left.push_back(i);
-  }
+  std::vector<size_t> left;  // not started (go_on said stop): every submission of their keys
+  for (; k < todo.size(); ++k)
+    for (size_t waiter : work.release(candidates[todo[k]].key)) left.push_back(waiter);
+  std::sort(left.begin(), left.end());
   return left;
 }
 
