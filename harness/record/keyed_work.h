@@ -1,10 +1,10 @@
 #pragma once
 // Where identical candidates meet: one record key, evaluated once. The records already known (a
-// store the caller chooses: every record of an experiment, or kbrl serve's recent ones) and the keys
-// in flight with whoever waits on each. evaluate_actions (an experiment's or a sweep's actions) and
-// kbrl serve's scheduler (items of many jobs on several GPUs) remove duplicates here and nowhere
-// else; the rollout log, the third place a record can come from, is the evaluator's (Evaluator::
-// attach_log). Not thread-safe: the scheduler's lock guards it.
+// store the caller chooses: every record of an experiment, kbrl serve's recent ones, the rollout
+// log) and the keys in flight with whoever waits on each. evaluate_actions (an experiment's or a
+// sweep's actions), kbrl serve's scheduler (items of many jobs on several GPUs) and
+// Evaluator::evaluate_each (one batch, over the attached rollout log) remove duplicates here and
+// nowhere else. Not thread-safe: the scheduler's lock guards it.
 #include <optional>
 #include <string>
 #include <unordered_map>
