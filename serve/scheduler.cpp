@@ -7,6 +7,7 @@
 #include <kbrl/error.h>
 
 #include "fair_share.h"
+#include "gpu_evaluators.h"
 
 namespace kbrl::serving {
 namespace {
@@ -45,37 +46,13 @@ double kernel_seconds(const EvalRecord& r) {
 // ----- Scheduler -------------------------------------------------------------------------------
 
 struct Scheduler::Gpu {
+  explicit Gpu(int index) : device(index), evaluators(index) {}
   int device = 0;
   std::thread thread;
-  std::list<std::pair<std::string, std::unique_ptr<Evaluator>>> evaluators;  // most recent first
-  int64_t retired_restarts = 0;  // of evaluators closed
-  std::atomic<int64_t> restart_count{0};  // restarts(), published by the dispatcher for /metrics
+  GpuEvaluators evaluators;  // the dispatcher's own
+  std::atomic<int64_t> restart_count{0};  // evaluators.restarts(), published by the dispatcher for /metrics
   std::string state = "starting", state_detail;  // readiness (GpuState); the scheduler's mutex_ guards them
   Clock::time_point down_until;  // while down: no items before then while another GPU is not down
-
-  Evaluator& evaluator(const PreparedItem& item, RolloutLog* log, size_t keep) {
-    for (auto it = evaluators.begin(); it != evaluators.end(); ++it) {
-      if (it->first != item.settings_id) continue;
-      evaluators.splice(evaluators.begin(), evaluators, it);
-      return *evaluators.front().second;
-    }
-    while (evaluators.size() >= keep) {
-      retired_restarts += std::max<int64_t>(0, evaluators.back().second->worker_starts() - 1);
-      evaluators.pop_back();
-    }
-    EvalSettings settings = item.settings;
-    settings.device = device;
-    auto evaluator = std::make_unique<Evaluator>(settings);
-    evaluator->attach_log(log);
-    evaluators.emplace_front(item.settings_id, std::move(evaluator));
-    return *evaluators.front().second;
-  }
-
-  int64_t restarts() const {
-    int64_t n = retired_restarts;
-    for (const auto& [id, e] : evaluators) n += std::max<int64_t>(0, e->worker_starts() - 1);
-    return n;
-  }
 };
 
 Scheduler::Scheduler(EvalSettings defaults, SchedulerOptions options)
@@ -92,9 +69,7 @@ Scheduler::Scheduler(EvalSettings defaults, SchedulerOptions options)
   if (!options_.log.empty()) log_ = std::make_unique<RolloutLog>(options_.log);
   metrics_.gpus = options_.gpus.size();
   for (int device : options_.gpus) {
-    auto gpu = std::make_unique<Gpu>();
-    gpu->device = device;
-    gpus_.push_back(std::move(gpu));
+    gpus_.push_back(std::make_unique<Gpu>(device));
   }
   for (auto& gpu : gpus_) gpu->thread = std::thread([this, g = gpu.get()] { dispatch(*g); });
 }
@@ -184,7 +159,7 @@ void Scheduler::start_worker(Gpu& gpu) {
     PreparedItem defaults;
     defaults.settings = defaults_;
     defaults.settings_id = defaults_.key_json().dump();  // as api.cpp names an item without settings of its own
-    gpu.evaluator(defaults, log_.get(), options_.evaluators_per_gpu).device();
+    gpu.evaluators.get(defaults, log_.get(), options_.evaluators_per_gpu).device();
     set_state(gpu, "up");
   } catch (const std::exception& e) {
     set_state(gpu, "down", e.what());
@@ -236,7 +211,7 @@ void Scheduler::dispatch(Gpu& gpu) {
     }
     const size_t n = batch.size();
     run_batch(gpu, std::move(batch));
-    gpu.restart_count = gpu.restarts();
+    gpu.restart_count = gpu.evaluators.restarts();
     std::lock_guard lock(mutex_);
     running_ -= n;
   }
@@ -285,7 +260,7 @@ void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
     std::vector<std::string> leading;  // keys this dispatcher evaluates (other entries may join them)
     size_t handled = 0;                // entries of the group answered, joined or leading
     try {
-      Evaluator& evaluator = gpu.evaluator(*group.front()->item, log_.get(), options_.evaluators_per_gpu);
+      Evaluator& evaluator = gpu.evaluators.get(*group.front()->item, log_.get(), options_.evaluators_per_gpu);
       std::vector<KeyedCandidate> todo;
       std::vector<std::pair<std::string, ActionInfo>> actions;
       for (; handled < group.size(); ++handled) {
