@@ -268,20 +268,20 @@ int run(const Options& o) {
   nlohmann::json settings;
   {
     settings = {{"experiment", experiment.name}, {"reproduces", experiment.reproduces},
-                               {"budget", o.budget},           {"env", env_name},
-                               {"env_requested", o.env},
-                               {"scale", std::string(to_string(ctx.scale))},
-                               {"mode", o.mode},               {"tolerance", o.tolerance},
-                               {"inputs", o.inputs},           {"reward", reward_name},
-                               {"judge", judge_name},          {"judge_weight", judge_name.empty() ? 0.0 : o.judge_weight},
-                               {"kbrl_version", std::string(kbrl_version())},
-                               {"commit", std::string(kbrl_commit())},
-                               {"policy", o.policy},           {"arch", o.arch},
-                               {"evaluator", o.evaluator},
-                               {"gpus", gpus},
-                               {"from", o.from},
-                               {"overlap", ctx.overlap_sampling},
-                               {"settings", budget_json(ctx.budget)}};
+                {"budget", o.budget},           {"env", env_name},
+                {"env_requested", o.env},
+                {"scale", std::string(to_string(ctx.scale))},
+                {"mode", o.mode},               {"tolerance", o.tolerance},
+                {"inputs", o.inputs},           {"reward", reward_name},
+                {"judge", judge_name},          {"judge_weight", judge_name.empty() ? 0.0 : o.judge_weight},
+                {"kbrl_version", std::string(kbrl_version())},
+                {"commit", std::string(kbrl_commit())},
+                {"policy", o.policy},           {"arch", o.arch},
+                {"evaluator", o.evaluator},
+                {"gpus", gpus},
+                {"from", o.from},
+                {"overlap", ctx.overlap_sampling},
+                {"settings", budget_json(ctx.budget)}};
     if (compile_only) settings["compile_only"] = *compile_only;
     if (evaluator && !evaluator->settings().compile_only) settings["device"] = evaluator->device().name;
     // --gpus: each record in rollouts.jsonl names the GPU that evaluated it.
