@@ -187,7 +187,6 @@ int run(const Options& o) {
                      "(a served model is always sampled as served)");
     ctx.from_loaded = true;
   }
-  check_inputs_finished(ctx, experiment);  // before anything is written or run
   KBRL_CHECK_INPUT(o.overlap == "auto" || o.overlap == "on" || o.overlap == "off",
                    "unknown --overlap '{}' (auto, on, off)", o.overlap);
   ctx.scale = parse_scale(o.scale.empty() ? (synthetic ? "small" : "kernelbench") : o.scale);
@@ -197,6 +196,7 @@ int run(const Options& o) {
     std::fprintf(stderr, "[%s %7.1f s] %s\n", experiment.name.c_str(), s, line.c_str());
   };
 
+  check_inputs_finished(ctx, experiment);  // after the flags' checks, before anything is written or run
   std::unique_ptr<Evaluator> evaluator;
   std::unique_ptr<RolloutLog> log;
   std::unique_ptr<serving::LocalServer> local_server;  // --gpus: every listed GPU behind one queue
