@@ -38,11 +38,7 @@ PROJECTIONS = {"q": "self_attn.q_proj", "k": "self_attn.k_proj", "v": "self_attn
 def read_kbrl_adapter(path: str) -> tuple[float, dict]:
     """kbrl's adapter file (a libtorch archive): its scale alpha / rank and {(layer, projection): (a, b)}."""
     import torch
-    archive = torch.jit.load(path, map_location="cpu")
-    tensors = dict(archive.named_buffers())
-    tensors.update(dict(archive.named_parameters()))
-    if not tensors:  # the archive's values as attributes of the module
-        tensors = {k: v for k, v in archive.state_dict().items()}
+    tensors = torch.jit.load(path, map_location="cpu").state_dict()  # "lora.{layer}.{projection}.{a,b}", ...
     rank, alpha = tensors.get("lora.rank"), tensors.get("lora.alpha")
     if rank is None or alpha is None:
         raise SystemExit(f"{path} is not a kbrl LoRA adapter (no lora.rank / lora.alpha); keys: {sorted(tensors)[:8]}")
@@ -115,6 +111,9 @@ def main() -> int:
     args = p.parse_args()
     if args.steps < 1 or args.group < 2 or args.prompts < 1:
         p.error("--steps >= 1, --group >= 2 (GRPO's advantages need two completions), --prompts >= 1")
+    for flag, path in (("--gguf", args.gguf), ("--kbrl-adapter", args.kbrl_adapter)):
+        if path and not os.path.isfile(path):
+            p.error(f"{flag} {path}: no such file")
     start = time.time()
     try:
         listed = kbrl_client.tasks(split=None if args.tasks else "train")
