@@ -263,15 +263,16 @@ std::vector<size_t> Evaluator::evaluate_each(const std::vector<KeyedCandidate>& 
   }
   // Logged candidates get their records from the log (resume), each distinct key is evaluated once
   // (a repeat gets the first one's record: KeyedWork), all compiles are queued before the first check.
-  KeyedWork<size_t, LoggedRecords> work(LoggedRecords{log_});
+  using Work = KeyedWork<size_t, LoggedRecords>;
+  Work work(LoggedRecords{log_});
   std::vector<size_t> todo;
   std::vector<std::future<CompileResult>> compiles;
   for (size_t i = 0; i < candidates.size(); ++i) {
     std::optional<EvalRecord> logged;
     switch (work.claim(candidates[i].key, i, &logged)) {
-      case KeyedWork<size_t, LoggedRecords>::Claim::known: on_record(i, *logged); break;
-      case KeyedWork<size_t, LoggedRecords>::Claim::joined: break;
-      case KeyedWork<size_t, LoggedRecords>::Claim::leads:
+      case Work::Claim::known: on_record(i, *logged); break;
+      case Work::Claim::joined: break;
+      case Work::Claim::leads:
         todo.push_back(i);
         compiles.push_back(impl_->pool->submit(candidates[i].candidate));
         break;
