@@ -187,12 +187,18 @@ nlohmann::json budget_json(const ExperimentBudget& b) {
           {"subset2", b.subset2}};
 }
 
+namespace {
+// The command that runs `experiment` into ctx's results, for the errors that ask for it.
+std::string run_command(const ExperimentContext& ctx, const std::string& experiment) {
+  return fmt::format("kbrl-experiment {} --budget {} --env {}", experiment, ctx.budget.name, ctx.env_flag);
+}
+}  // namespace
+
 std::filesystem::path ExperimentContext::input(const std::string& experiment, const std::string& file) const {
   const std::filesystem::path p = results / experiment / file;
   KBRL_CHECK_INPUT(std::filesystem::exists(p),
-                   "{} needs {} from the {} experiment: run `kbrl-experiment {} --budget {} --env {}` first "
-                   "(`ctest -L experiments` runs it as a fixture)",
-                   this->experiment, p.string(), experiment, experiment, budget.name, env_flag);
+                   "{} needs {} from the {} experiment: run `{}` first (`ctest -L experiments` runs it as a fixture)",
+                   this->experiment, p.string(), experiment, run_command(*this, experiment));
   return p;
 }
 
@@ -274,7 +280,7 @@ std::vector<std::string> Experiment::inputs(const ExperimentContext& ctx) const 
 void check_inputs_finished(const ExperimentContext& ctx, const Experiment& e) {
   for (const std::string& n : e.inputs(ctx)) {
     const std::filesystem::path settings = ctx.results / n / "settings.json";
-    const std::string command = fmt::format("kbrl-experiment {} --budget {} --env {}", n, ctx.budget.name, ctx.env_flag);
+    const std::string command = run_command(ctx, n);
     KBRL_CHECK_INPUT(std::filesystem::exists(settings),
                      "{} needs the outputs of the {} experiment in {}, and it has not run there: run `{}` first "
                      "(`ctest -L experiments` runs it as a fixture)",
