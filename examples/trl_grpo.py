@@ -135,23 +135,22 @@ def main() -> int:
     import trl
 
     model, tokenizer, merged = load_model(args)
-    settings = {"reward": args.reward} if args.reward else {}
     scored = []  # (step, task_id, outcome, reward, speedup, completion characters)
     waited = [0.0]
     step_of = [0]
 
-    def kbrl_reward(completions, task_id, **kwargs):
-        items = [{"task_id": int(t), "text": kbrl_client.completion_text(c), **settings}
-                 for c, t in zip(completions, task_id)]
-        t0 = time.time()
-        records = kbrl_client.evaluate(items)
-        waited[0] += time.time() - t0
+    def on_records(items, records):
         for item, r in zip(items, records):
             scored.append((step_of[0], item["task_id"], r.get("outcome", ""), kbrl_client.reward_of(r),
                            r.get("speedup", ""), len(item["text"])))
-        if callable(kwargs.get("log_metric")) and records:
-            kwargs["log_metric"]("kbrl/ok_rate", sum(r.get("outcome") == "ok" for r in records) / len(records))
-        return [kbrl_client.reward_of(r) for r in records]
+
+    scorer = trl_reward.make_kbrl_reward({"reward": args.reward} if args.reward else None, on_records)
+
+    def kbrl_reward(completions, task_id, **kwargs):  # TRL logs its metrics under this name
+        t0 = time.time()
+        rewards = scorer(completions, task_id, **kwargs)
+        waited[0] += time.time() - t0
+        return rewards
 
     step_seconds = {}
 

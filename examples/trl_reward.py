@@ -25,16 +25,26 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kbrl_client  # noqa: E402
 
 
-def kbrl_reward(completions, task_id, **kwargs) -> list[float]:
-    """One kbrl reward per completion (0.0 for every failure under the default speedup reward)."""
-    items = [{"task_id": int(t), "text": kbrl_client.completion_text(c)} for c, t in zip(completions, task_id)]
-    records = kbrl_client.evaluate(items)
-    log_extra, log_metric = kwargs.get("log_extra"), kwargs.get("log_metric")
-    if callable(log_extra):  # a column of the completions table
-        log_extra("kbrl_outcome", [r.get("outcome", "") for r in records])
-    if callable(log_metric) and records:
-        log_metric("kbrl/ok_rate", sum(r.get("outcome") == "ok" for r in records) / len(records))
-    return [kbrl_client.reward_of(r) for r in records]
+def make_kbrl_reward(settings: dict | None = None, on_records=None):
+    """A reward function like kbrl_reward whose items carry `settings` (e.g. {"reward": "composite"})
+    and that hands each call's items and records to `on_records(items, records)` (to log them)."""
+    def kbrl_reward(completions, task_id, **kwargs) -> list[float]:
+        items = [{"task_id": int(t), "text": kbrl_client.completion_text(c), **(settings or {})}
+                 for c, t in zip(completions, task_id)]
+        records = kbrl_client.evaluate(items)
+        if on_records is not None:
+            on_records(items, records)
+        log_extra, log_metric = kwargs.get("log_extra"), kwargs.get("log_metric")
+        if callable(log_extra):  # a column of the completions table
+            log_extra("kbrl_outcome", [r.get("outcome", "") for r in records])
+        if callable(log_metric) and records:
+            log_metric("kbrl/ok_rate", sum(r.get("outcome") == "ok" for r in records) / len(records))
+        return [kbrl_client.reward_of(r) for r in records]
+    return kbrl_reward
+
+
+kbrl_reward = make_kbrl_reward()
+kbrl_reward.__doc__ = "One kbrl reward per completion (0.0 for every failure under the default speedup reward)."
 
 
 async def kbrl_reward_async(completions, task_id, **kwargs) -> list[float]:
