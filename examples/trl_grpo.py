@@ -81,6 +81,10 @@ def load_model(args):
     dtype = torch.bfloat16 if args.bf16 else torch.float32
     tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, **kw)
+    if args.gguf:  # the GGUF loader de-quantizes every weight but marks the model quantized, which Trainer refuses
+        model.is_quantized, model.hf_quantizer = False, None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
     if not getattr(tokenizer, "chat_template", None):
         tokenizer.chat_template = CHATML
     if tokenizer.pad_token is None:
