@@ -27,19 +27,12 @@ sys.path.append(os.path.join(HERE, "stubs"))  # last: an installed package alway
 import kbrl_client  # noqa: E402
 import skyrl_env  # noqa: E402
 import skyrl_gym  # noqa: E402
-import tinker  # noqa: E402
 import tinker_env  # noqa: E402
 import trl_reward  # noqa: E402
 import verifiers_rubric  # noqa: E402
 import verl_compute_score  # noqa: E402
+from test_answers import BROKEN, GOOD, NO_CODE, TASK, ByteRenderer  # noqa: E402
 
-TASK = 19  # ReLU: x, y float32 [4096, 393216]; the scaffold's prelude defines y_numel
-GOOD = ("One thread per element; NaN passes through as in torch.relu.\n\n```cuda\n"
-        "long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
-        "if (i < y_numel) y[i] = x[i] < 0.f ? 0.f : x[i];\n```\n")
-# Prose alone would be read as a kernel body and compiled; an empty block is a text with no code.
-NO_CODE = "I cannot write this kernel.\n\n```cuda\n```\n"
-BROKEN = "```cuda\ny[0] = not_a_variable;\n```\n"
 TEXTS = [GOOD, NO_CODE]
 failures: list[str] = []
 
@@ -88,31 +81,25 @@ def prompt():
     return f"prompt {p['version']}, {len(p['user'])} bytes of user text"
 
 
-class FakeRenderer:
-    """Tokens are the text's UTF-8 bytes (a real renderer needs a tokenizer)."""
-
-    def build_generation_prompt(self, messages):
-        return tinker.ModelInput.from_ints(list("\n".join(m["content"] for m in messages).encode()))
-
-    def get_stop_sequences(self):
-        return []
-
-    def parse_response(self, tokens):
-        return {"role": "assistant", "content": bytes(tokens).decode("utf-8")}, True
-
-
 async def tinker_episode():
-    envs = await tinker_env.KbrlGroupBuilder(FakeRenderer(), TASK, group_size=len(TEXTS)).make_envs()
+    """A group's steps, then its rewards (the cookbook's order); the second answer cut off by the limit."""
+    builder = tinker_env.KbrlGroupBuilder(ByteRenderer(), TASK, group_size=len(TEXTS))
+    envs = await builder.make_envs()
     for env in envs:
         await env.initial_observation()
-    results = await asyncio.gather(*(env.step(list(t.encode())) for env, t in zip(envs, TEXTS)))
-    assert all(r.episode_done for r in results)
-    return [r.reward for r in results]
+    stops = [{"stop_reason": "stop"}, {"stop_reason": "length"}]
+    results = await asyncio.gather(*(env.step(list(t.encode()), extra=x) for env, t, x in zip(envs, TEXTS, stops)))
+    assert all(r.episode_done and r.reward == 0.0 for r in results), results
+    marks = [r.metrics for r in results]
+    assert marks == [{"stop/completed": 1.0}, {"stop/max_tokens": 1.0}], marks
+    scored = await builder.compute_group_rewards([None] * len(envs), envs)
+    assert all(set(m) >= {"kbrl/ok", "kbrl/compiled"} for _, m in scored), scored
+    return [r for r, _ in scored]
 
 
 def dataset_builder():
     """The train and eval splits as RLDatasets of groups; a group's envs share one prompt."""
-    train, test = asyncio.run(tinker_env.KbrlDatasetBuilder(FakeRenderer(), batch_size=16, group_size=4)())
+    train, test = asyncio.run(tinker_env.KbrlDatasetBuilder(renderer=ByteRenderer(), batch_size=16, group_size=4)())
     train_ids = [b.task_id for i in range(len(train)) for b in train.get_batch(i)]
     test_ids = [b.task_id for i in range(len(test)) for b in test.get_batch(i)]
     assert train_ids and test_ids and not set(train_ids) & set(test_ids), (train_ids, test_ids)

@@ -51,13 +51,8 @@ except ImportError as e:
 sys.path.insert(0, HERE)
 import kbrl_client  # noqa: E402
 import verifiers_env  # noqa: E402
+from test_answers import BROKEN, GOOD, NO_CODE, TASK  # noqa: E402
 
-TASK = 19
-GOOD = ("One thread per element; NaN passes through as in torch.relu.\n\n```cuda\n"
-        "long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
-        "if (i < y_numel) y[i] = x[i] < 0.f ? 0.f : x[i];\n```\n")
-BROKEN = "```cuda\ny[0] = not_a_variable;\n```\n"
-NO_CODE = "I cannot write this kernel.\n\n```cuda\n```\n"
 GROUP = {"good": GOOD, "broken": BROKEN, "no_code": NO_CODE}
 BIN = os.path.dirname(sys.executable)  # vf-eval and vf-replay are the venv's console scripts
 REQUIRED = os.environ.get("KBRL_REQUIRE_VERIFIERS") == "1"  # CI: nothing may be skipped

@@ -9,16 +9,23 @@ https://tinker-docs.thinkingmachines.ai/cookbook/api-reference/rl/env (renderers
 https://tinker-docs.thinkingmachines.ai/rendering).
 
 One episode is one answer: the prompt is kbrl's (GET /v1/tasks/{id}/prompt), the renderer decodes
-the sampled tokens into a message, and kbrl scores its text. Steps that finish close together are
-sent as one POST /v1/evaluate. `KbrlDatasetBuilder(renderer, batch_size, group_size)` is the
-cookbook's `RLDatasetBuilder` (awaited, it gives the train split's `RLDataset` and the eval split's):
-each batch is `batch_size` tasks, each task a `KbrlGroupBuilder` of `group_size` envs.
+the sampled tokens into a message, and the step marks why the answer ended (`stop/max_tokens` when the
+sampler hit its token limit: the cookbook's mark of a truncated answer, which its
+TerminationRewardPolicy can clamp; `stop/completed` otherwise). The reward is the group's: when every
+answer of a group is in, `KbrlGroupBuilder.compute_group_rewards` sends them as one POST /v1/evaluate
+and gives each its record's reward and outcome metrics. `KbrlDatasetBuilder(batch_size=,
+group_size=, model_name_for_tokenizer=, ...)` is the cookbook's `RLDatasetBuilder`, a chz config
+(awaited, it gives the train split's `RLDataset` and the eval split's): each batch is `batch_size`
+tasks, each task a `KbrlGroupBuilder` of `group_size` envs. `settings` go into every item, e.g.
+`{"reward": "composite"}`.
 """
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import sys
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kbrl_client  # noqa: E402
@@ -30,41 +37,16 @@ try:  # guarded: the file imports (and its helpers work) without tinker-cookbook
 except ImportError:
     tinker = renderers = StepResult = None
     Env = EnvGroupBuilder = RLDataset = RLDatasetBuilder = object
+try:  # the cookbook's config library (a dependency of it)
+    import chz
+except ImportError:
+    chz = None
 
 
-class _Batcher:
-    """Collects the items of steps that finish within `window` seconds into one request."""
-
-    def __init__(self, url=None, token=None, window=0.05):
-        self.url, self.token, self.window, self.pending = url, token, window, []
-
-    async def score(self, item: dict) -> dict:
-        future = asyncio.get_running_loop().create_future()
-        self.pending.append((item, future))
-        if len(self.pending) == 1:
-            asyncio.get_running_loop().call_later(self.window, lambda: asyncio.ensure_future(self._flush()))
-        return await future
-
-    async def _flush(self):
-        batch, self.pending = self.pending, []
-        try:
-            records = await asyncio.to_thread(kbrl_client.evaluate, [i for i, _ in batch], self.url, self.token)
-        except Exception as e:  # noqa: BLE001 - every waiter sees the failure
-            for _, future in batch:
-                future.set_exception(e)
-            return
-        for (_, future), record in zip(batch, records):
-            future.set_result(record)
-
-
-_batchers: dict = {}
-
-
-def _batcher(url, token) -> _Batcher:
-    key = (asyncio.get_running_loop(), url, token)
-    if key not in _batchers:
-        _batchers[key] = _Batcher(url, token)
-    return _batchers[key]
+def _config(cls):
+    """The cookbook's dataset builders are chz dataclasses (keyword-only, frozen); a frozen dataclass
+    stands in where chz is not installed."""
+    return chz.chz(cls) if chz is not None else dataclasses.dataclass(frozen=True, kw_only=True)(cls)
 
 
 def _text(renderer, tokens: list) -> str:
@@ -75,12 +57,14 @@ def _text(renderer, tokens: list) -> str:
 
 
 class KbrlEnv(Env):
-    """One answer to one kbrl task; the reward is the record's (0 for a failure)."""
+    """One answer to one kbrl task. Its step keeps the answer's text and marks why it ended; the reward
+    (0 for a failure) comes from its group's `compute_group_rewards`."""
 
     def __init__(self, renderer, task_id: int, prompt: dict | None = None, style: str = "body",
                  url: str | None = None, token: str | None = None):
         self.renderer, self.task_id, self.prompt = renderer, int(task_id), prompt
         self.style, self.url, self.token = style, url, token
+        self.text: str | None = None
 
     async def initial_observation(self):
         if self.prompt is None:
@@ -89,29 +73,36 @@ class KbrlEnv(Env):
         return self.renderer.build_generation_prompt(messages), self.renderer.get_stop_sequences()
 
     async def step(self, action, *, extra=None):
-        text = _text(self.renderer, list(action))
-        record = await _batcher(self.url, self.token).score({"task_id": self.task_id, "text": text})
+        self.text = _text(self.renderer, list(action))
+        truncated = bool(extra) and extra.get("stop_reason") == "length"
         return StepResult(
-            reward=kbrl_client.reward_of(record),
+            reward=0.0,
             episode_done=True,
             next_observation=tinker.ModelInput.empty(),
             next_stop_condition=self.renderer.get_stop_sequences(),
-            metrics=kbrl_client.outcome_metrics(record, "kbrl/"),
+            metrics={"stop/max_tokens" if truncated else "stop/completed": 1.0},
         )
 
 
 class KbrlGroupBuilder(EnvGroupBuilder):
-    """`group_size` envs of one task sharing one prompt (GRPO centres rewards over the group)."""
+    """`group_size` envs of one task sharing one prompt (GRPO centres rewards over the group); the
+    group's answers are scored together, one request whose items carry `settings` (e.g.
+    `{"reward": "composite", "mode": "fast"}`)."""
 
     def __init__(self, renderer, task_id: int, group_size: int, style: str = "body",
-                 url: str | None = None, token: str | None = None):
+                 url: str | None = None, token: str | None = None, settings: dict | None = None):
         self.renderer, self.task_id, self.group_size = renderer, int(task_id), group_size
-        self.style, self.url, self.token = style, url, token
+        self.style, self.url, self.token, self.settings = style, url, token, dict(settings or {})
 
     async def make_envs(self):
         p = await asyncio.to_thread(kbrl_client.prompt, self.task_id, self.url, self.style, self.token)
         return [KbrlEnv(self.renderer, self.task_id, p, self.style, self.url, self.token)
                 for _ in range(self.group_size)]
+
+    async def compute_group_rewards(self, trajectory_group, env_group):
+        items = [{**self.settings, "task_id": env.task_id, "text": env.text or ""} for env in env_group]
+        records = await asyncio.to_thread(kbrl_client.evaluate, items, self.url, self.token)
+        return [(kbrl_client.reward_of(r), kbrl_client.outcome_metrics(r, "kbrl/")) for r in records]
 
     def logging_tags(self) -> list[str]:
         return ["kbrl", f"task{self.task_id}"]
@@ -122,30 +113,52 @@ class KbrlDataset(RLDataset):
     group of `group_size` envs."""
 
     def __init__(self, renderer, task_ids, batch_size: int, group_size: int, style: str = "body",
-                 url: str | None = None, token: str | None = None):
+                 url: str | None = None, token: str | None = None, settings: dict | None = None):
         self.renderer, self.task_ids, self.batch_size, self.group_size = renderer, list(task_ids), batch_size, group_size
-        self.style, self.url, self.token = style, url, token
+        self.style, self.url, self.token, self.settings = style, url, token, settings
 
     def get_batch(self, index: int) -> list:
         tasks = self.task_ids[index * self.batch_size:(index + 1) * self.batch_size]
-        return [KbrlGroupBuilder(self.renderer, t, self.group_size, self.style, self.url, self.token) for t in tasks]
+        return [KbrlGroupBuilder(self.renderer, t, self.group_size, self.style, self.url, self.token, self.settings)
+                for t in tasks]
 
     def __len__(self) -> int:
         return -(-len(self.task_ids) // self.batch_size)
 
 
+@_config
 class KbrlDatasetBuilder(RLDatasetBuilder):
     """The train split's tasks as the training dataset, the eval split's as the test one (the
-    server's splits: GET /v1/tasks)."""
+    server's splits: GET /v1/tasks). A chz config like the cookbook's own builders: the renderer is
+    `renderer_name` (default: the cookbook's recommendation for the model) over
+    `model_name_for_tokenizer`'s tokenizer, or a `renderer` object given directly."""
 
-    def __init__(self, renderer, batch_size: int = 8, group_size: int = 8, style: str = "body",
-                 url: str | None = None, token: str | None = None):
-        self.renderer, self.batch_size, self.group_size = renderer, batch_size, group_size
-        self.style, self.url, self.token = style, url, token
+    batch_size: int = 8
+    group_size: int = 8
+    model_name_for_tokenizer: str = ""
+    renderer_name: str | None = None
+    style: str = "body"
+    url: str | None = None
+    token: str | None = None
+    settings: dict[str, Any] | None = None
+    renderer: Any = None
+
+    def _renderer(self):
+        if self.renderer is not None:
+            return self.renderer
+        if not self.model_name_for_tokenizer:
+            raise ValueError("KbrlDatasetBuilder needs model_name_for_tokenizer (or a renderer)")
+        from tinker_cookbook import model_info, tokenizer_utils
+        name = self.renderer_name or model_info.get_recommended_renderer_name(self.model_name_for_tokenizer)
+        return renderers.get_renderer(name, tokenizer_utils.get_tokenizer(self.model_name_for_tokenizer),
+                                      model_name=self.model_name_for_tokenizer)
 
     async def __call__(self):
+        renderer = self._renderer()
+
         def split(name):
             ids = [t["id"] for t in kbrl_client.tasks(self.url, self.token, split=name)]
-            return KbrlDataset(self.renderer, ids, self.batch_size, self.group_size, self.style, self.url, self.token)
+            return KbrlDataset(renderer, ids, self.batch_size, self.group_size, self.style, self.url, self.token,
+                               self.settings)
         train, test = await asyncio.to_thread(lambda: (split("train"), split("eval")))
         return train, test
