@@ -36,12 +36,12 @@ struct SampleTally {
     int task_correct = 0;
     for (const Rollout& r : rollouts) {
       ++samples;
-      format_errors += r.outcome == Outcome::format_error;
-      compiled += r.compiled;
-      task_correct += r.correct;
+      format_errors += r.outcome() == Outcome::format_error;
+      compiled += r.compiled();
+      task_correct += r.correct();
       fast += r.fast();
       sig_fast += r.significantly_fast();
-      if (r.correct) best = std::max(best, r.speedup);
+      if (r.correct()) best = std::max(best, r.speedup());
     }
     correct += task_correct;
     tasks_correct += task_correct > 0;
@@ -84,17 +84,17 @@ void run_sample(const CommonOptions& o) {
     for (size_t i = 0; i < rollouts.size(); ++i) {
       const Rollout& r = rollouts[i];
       csv.row(schemas::samples_row(c.run, policy->name(), static_cast<int>(i), r));
-      correct += r.correct;
-      compiled += r.compiled;
+      correct += r.correct();
+      compiled += r.compiled();
       fast += r.fast();
       sig_fast += r.significantly_fast();
-      if (r.correct && (!best || r.speedup > best->speedup)) best = &r;
+      if (r.correct() && (!best || r.speedup() > best->speedup())) best = &r;
     }
     const std::string best_config =
         !best ? "-" : best->sample.kind == ActionKind::text ? fmt::format("sample {}", best - rollouts.data())
                                                             : best->sample.config.str();
     std::cout << fmt::format("{:>4}  {:<36} {:>7} {:>8} {:>7} {:>5} {:>8} {:>9}  {}\n", id, task.name, rollouts.size(),
-                             compiled, correct, fast, sig_fast, best ? fmt::format("{:.3f}", best->speedup) : "-",
+                             compiled, correct, fast, sig_fast, best ? fmt::format("{:.3f}", best->speedup()) : "-",
                              best_config)
               << std::flush;
     progress_line(fmt::format("sample: task {} done ({} of {} compiled, {} correct)", id, compiled, rollouts.size(),

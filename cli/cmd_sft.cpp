@@ -173,7 +173,7 @@ void run_sft_command(const CommonOptions& o, const SftOptions& s) {
       std::vector<Sample> correct;
       for (size_t i = 0; i < rollouts.size(); ++i) {
         teacher_csv.row(schemas::samples_row("sft_teacher", teacher.name(), static_cast<int>(i), rollouts[i]));
-        if (rollouts[i].correct) correct.push_back(rollouts[i].sample);
+        if (rollouts[i].correct()) correct.push_back(rollouts[i].sample);
       }
       progress_line(fmt::format("sft: task {}: {} of {} teacher samples correct", id, correct.size(), samples.size()));
       const std::vector<TrainItem> more = sft_items(task, correct);

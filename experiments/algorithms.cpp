@@ -47,7 +47,7 @@ std::vector<TrainItem> grpo_items(const TaskSpec& task, const std::vector<Rollou
 std::vector<Rollout> judged_only(const std::vector<Rollout>& group) {
   std::vector<Rollout> out;
   std::copy_if(group.begin(), group.end(), std::back_inserter(out),
-               [](const Rollout& r) { return r.outcome != Outcome::harness_error; });
+               [](const Rollout& r) { return r.outcome() != Outcome::harness_error; });
   return out;
 }
 
@@ -102,11 +102,11 @@ TeacherContext sdpo_context(const std::vector<Rollout>& group, size_t index, Sdp
   if (teacher == SdpoTeacher::prompt_only) return c;
   int best = -1;
   for (size_t j = 0; j < group.size(); ++j) {
-    if (j == index || !group[j].correct) continue;
-    if (best < 0 || group[j].speedup > group[static_cast<size_t>(best)].speedup) best = static_cast<int>(j);
+    if (j == index || !group[j].correct()) continue;
+    if (best < 0 || group[j].speedup() > group[static_cast<size_t>(best)].speedup()) best = static_cast<int>(j);
   }
   if (best >= 0) c.demonstration = group[static_cast<size_t>(best)].sample.tokens;
-  c.feedback = TeacherContext::Feedback{group[index].compiled, group[index].correct, group[index].speedup};
+  c.feedback = TeacherContext::Feedback{group[index].compiled(), group[index].correct(), group[index].speedup()};
   return c;
 }
 

@@ -34,21 +34,9 @@ double normal_of(uint64_t h) {
 
 /// A sample's rollout from its record; `compile_seconds` is charged to the one sample whose
 /// evaluation compiled (`first`).
-Rollout rollout_of(const Sample& sample, const EvalRecord& r, std::string code, bool first) {
-  Rollout ro;
-  ro.sample = sample;
-  ro.outcome = r.outcome;
-  ro.outcome_detail = r.outcome_detail;
-  ro.code = std::move(code);
-  ro.compiled = r.compile.ok;
-  ro.correct = r.outcome == Outcome::ok;
-  ro.speedup = r.speedup;
-  ro.speedup_ci = r.speedup_ci;
-  ro.runtime_ms = r.runtime ? r.runtime->median_ms : 0.0;
-  ro.reward = r.reward;
-  ro.compile_seconds = first && !r.compile.cache_hit ? r.compile.seconds : 0.0;
-  ro.flags = r.flags;
-  return ro;
+Rollout rollout_of(const Sample& sample, std::shared_ptr<const EvalRecord> r, std::string code, bool first) {
+  const double seconds = first && !r->compile.cache_hit ? r->compile.seconds : 0.0;
+  return rollout_from(sample, std::move(r), std::move(code), seconds);
 }
 
 bool unsafe(const Config& c) {
@@ -59,6 +47,23 @@ bool unsafe(const Config& c) {
 
 }  // namespace
 
+Rollout rollout_from(Sample sample, std::shared_ptr<const EvalRecord> record, std::string code,
+                     double compile_seconds) {
+  KBRL_ASSERT(record != nullptr, "a rollout of task {} without a record", sample.task_id);
+  Rollout ro;
+  ro.sample = std::move(sample);
+  ro.reward = record->reward;
+  ro.record = std::move(record);
+  ro.code = std::move(code);
+  ro.compile_seconds = compile_seconds;
+  return ro;
+}
+
+Rollout rollout_from(Sample sample, EvalRecord record, std::string code, double compile_seconds) {
+  return rollout_from(std::move(sample), std::make_shared<const EvalRecord>(std::move(record)), std::move(code),
+                      compile_seconds);
+}
+
 EvaluatorEnvironment::EvaluatorEnvironment(Evaluator& evaluator) : evaluator_(evaluator) {}
 
 std::vector<Rollout> EvaluatorEnvironment::evaluate(const TaskSpec& task,
@@ -68,9 +73,13 @@ std::vector<Rollout> EvaluatorEnvironment::evaluate(const TaskSpec& task,
   std::vector<ActionSubmission> submissions;
   for (const Sample& s : samples) submissions.push_back({s.action(), s.token_count(), s.prompt_version});
   const std::vector<SubmittedAction> done = evaluate_actions(evaluator_, task, submissions, policy, observation_, memo_);
+  std::map<std::string, std::shared_ptr<const EvalRecord>> records;  // one copy per candidate of this call
   std::vector<Rollout> out;
-  for (size_t i = 0; i < samples.size(); ++i)
-    out.push_back(rollout_of(samples[i], memo_.at(done[i].key), done[i].code, done[i].evaluated_now));
+  for (size_t i = 0; i < samples.size(); ++i) {
+    std::shared_ptr<const EvalRecord>& record = records[done[i].key];
+    if (!record) record = std::make_shared<const EvalRecord>(memo_.at(done[i].key));
+    out.push_back(rollout_of(samples[i], record, done[i].code, done[i].evaluated_now));
+  }
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }
@@ -119,15 +128,17 @@ std::vector<Rollout> ServedEnvironment::evaluate(const TaskSpec& task, const std
     }
     items.push_back(std::move(item));
   }
-  const std::vector<EvalRecord> records = impl_->client->evaluate(items);
+  std::vector<EvalRecord> records = impl_->client->evaluate(items);
   std::vector<Rollout> out;
   std::set<std::string> seen;
   for (size_t i = 0; i < samples.size(); ++i) {
-    const EvalRecord& r = records[i];
-    KBRL_CHECK_INPUT(r.scale == task.scale,
+    auto r = std::make_shared<const EvalRecord>(std::move(records[i]));
+    KBRL_CHECK_INPUT(r->scale == task.scale,
                      "the server evaluates task {} at scale {}, the run at {}: start kbrl serve with --scale {}",
-                     task.id, to_string(r.scale), to_string(task.scale), to_string(task.scale));
-    out.push_back(rollout_of(samples[i], r, r.action.code, seen.insert(r.key).second));
+                     task.id, to_string(r->scale), to_string(task.scale), to_string(task.scale));
+    const bool first = seen.insert(r->key).second;
+    std::string code = r->action.code;
+    out.push_back(rollout_of(samples[i], std::move(r), std::move(code), first));
   }
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   (void)policy;  // the server's records carry no policy name
@@ -153,16 +164,15 @@ Rollout SyntheticEnvironment::score(const TaskSpec& task, const Sample& sample) 
   in.reference_ms = 1.0;
   in.candidate_ms = std::exp(-log_speedup);
   const RewardResult r = compute_reward(in, reward_);
-  Rollout ro;
-  ro.sample = sample;
-  ro.outcome = wrong ? Outcome::wrong_answer : Outcome::ok;
-  ro.compiled = true;
-  ro.correct = !wrong;
-  ro.speedup = r.speedup;
-  if (ro.correct) ro.speedup_ci = SpeedupInterval{r.speedup, r.speedup};  // no timing noise in a table
-  ro.reward = r.reward;
-  ro.flags = r.flags;
-  return ro;
+  EvalRecord record;
+  record.task_id = task.id;
+  record.outcome = wrong ? Outcome::wrong_answer : Outcome::ok;
+  record.compile.ok = true;
+  record.speedup = r.speedup;
+  if (!wrong) record.speedup_ci = SpeedupInterval{r.speedup, r.speedup};  // no timing noise in a table
+  record.reward = r.reward;
+  record.flags = r.flags;
+  return rollout_from(sample, std::move(record));
 }
 
 std::vector<Rollout> SyntheticEnvironment::evaluate(const TaskSpec& task,

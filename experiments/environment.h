@@ -21,28 +21,36 @@ namespace kbrl {
 class Evaluator;
 struct EvalSettings;
 
-/// One evaluated sample.
+/// One evaluated sample: the sample, the record of its evaluation (shared by the samples of one
+/// candidate; never null), and what this rollout adds to it. Everything about the evaluation is read
+/// from the record, so fast and significantly fast are the record's (harness/record/eval_record.h).
 struct Rollout {
   Sample sample;
-  Outcome outcome = Outcome::ok;
-  std::string outcome_detail;  // the record's (a format error's reason, say)
-  std::string code;            // text actions: the code realize() extracted from the text
-  bool compiled = false;
-  bool correct = false;
-  double speedup = 0.0;  // correctness-gated
-  /// The speedup's 95% interval (EvalRecord::speedup_ci): set for correct, timed candidates only.
-  std::optional<SpeedupInterval> speedup_ci;
-  double runtime_ms = 0.0;  // the candidate's median when timed (0 otherwise)
+  std::shared_ptr<const EvalRecord> record = std::make_shared<const EvalRecord>();
+  std::string code;  // text actions: the code realize() extracted from the text
+  /// The record's reward, or another reward of the same gates (RewardedEnvironment).
   double reward = 0.0;
-  double compile_seconds = 0.0;  // NVRTC time (0 on a cache hit)
-  std::vector<std::string> flags;
+  double compile_seconds = 0.0;  // NVRTC time, charged to the one sample whose evaluation compiled
 
+  Outcome outcome() const { return record->outcome; }
+  const std::string& outcome_detail() const { return record->outcome_detail; }  // a format error's reason, say
+  bool compiled() const { return record->compile.ok; }
+  bool correct() const { return record->outcome == Outcome::ok; }
+  double speedup() const { return record->speedup; }  // correctness-gated
+  /// The speedup's 95% interval: set for correct, timed candidates only.
+  const std::optional<SpeedupInterval>& speedup_ci() const { return record->speedup_ci; }
+  double runtime_ms() const { return record->runtime ? record->runtime->median_ms : 0.0; }  // 0 when not timed
+  const std::vector<std::string>& flags() const { return record->flags; }
   /// fast_p's event (fast_1's by default): correct and strictly faster than p times the reference.
-  bool fast(double p = 1.0) const { return fast_event(correct, speedup, p); }
-  /// sig_fast_p's event, as harness/record/eval_record.h's is_significantly_fast: fast, and the lower end of
-  /// the speedup's interval above p. Without an interval (not timed) never significant.
-  bool significantly_fast(double p = 1.0) const { return significantly_fast_event(correct, speedup, speedup_ci, p); }
+  bool fast(double p = 1.0) const { return is_fast(*record, p); }
+  /// sig_fast_p's event: fast, and the lower end of the speedup's interval above p (never without one).
+  bool significantly_fast(double p = 1.0) const { return is_significantly_fast(*record, p); }
 };
+
+/// A rollout of `sample` read from `record` (not null), its reward the record's.
+Rollout rollout_from(Sample sample, std::shared_ptr<const EvalRecord> record, std::string code = {},
+                     double compile_seconds = 0.0);
+Rollout rollout_from(Sample sample, EvalRecord record, std::string code = {}, double compile_seconds = 0.0);
 
 class Environment {
  public:
@@ -146,7 +154,7 @@ class RewardedEnvironment final : public Environment {
   std::vector<Rollout> evaluate(const TaskSpec& task, const std::vector<Sample>& samples,
                                 const std::string& policy) override {
     std::vector<Rollout> rollouts = inner_.evaluate(task, samples, policy);
-    for (Rollout& r : rollouts) r.reward = reward_of(reward_, task.id, r.compiled, r.correct, r.speedup);
+    for (Rollout& r : rollouts) r.reward = reward_of(reward_, task.id, r.compiled(), r.correct(), r.speedup());
     return rollouts;
   }
   double evaluator_seconds() const override { return inner_.evaluator_seconds(); }

@@ -268,7 +268,7 @@ std::vector<Rollout> JudgedEnvironment::evaluate(const TaskSpec& task, const std
     const double kernel_reward = rollouts[i].reward;
     rollouts[i].reward += weight_ * j.mean();
     if (scores_csv_)
-      scores_csv_->row({policy, cell(task.id), cell(static_cast<int64_t>(i)), std::string(to_string(rollouts[i].outcome)),
+      scores_csv_->row({policy, cell(task.id), cell(static_cast<int64_t>(i)), std::string(to_string(rollouts[i].outcome())),
                         cell(j.correctness), cell(j.compilability), cell(j.speed), cell(j.mean()), cell(kernel_reward),
                         cell(rollouts[i].reward), j.ok ? "" : j.error});
   }

@@ -84,12 +84,12 @@ StepMetrics score_rollouts(const std::vector<Rollout>& rollouts) {
   if (rollouts.empty()) return m;
   double compiled = 0, correct = 0, fast = 0, sig_fast = 0, speedup = 0, reward = 0, parsed = 0;
   for (const Rollout& r : rollouts) {
-    parsed += r.outcome != Outcome::format_error;
-    compiled += r.compiled;
-    correct += r.correct;
+    parsed += r.outcome() != Outcome::format_error;
+    compiled += r.compiled();
+    correct += r.correct();
     fast += r.fast();
     sig_fast += r.significantly_fast();
-    if (r.correct) speedup += r.speedup;
+    if (r.correct()) speedup += r.speedup();
     reward += r.reward;
   }
   const double n = static_cast<double>(rollouts.size());
@@ -245,7 +245,7 @@ TttResult run_ttt(TrainablePolicy& policy, Environment& env, const TttConfig& c,
           roll(policy, env, task, c.k, c.temperature, sample_seed(c.seed, step, task.id), budget);
       StepMetrics tm = score_rollouts(group);
       double best = 0;
-      for (const Rollout& r : group) best = std::max(best, r.correct ? r.speedup : 0.0);
+      for (const Rollout& r : group) best = std::max(best, r.correct() ? r.speedup() : 0.0);
       if (task_csv)
         task_csv->row({c.run, cell(step), cell(task.id), cell(tm.rollouts), cell(tm.correct_rate),
                        cell(tm.fast_1), cell(tm.sig_fast_1), cell(best), cell(tm.mean_speedup_correct)});

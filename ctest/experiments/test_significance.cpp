@@ -28,15 +28,16 @@ namespace {
 namespace fs = std::filesystem;
 
 Rollout rollout(bool correct, double speedup, std::optional<SpeedupInterval> ci) {
-  Rollout r;
-  r.sample.task_id = 19;
-  r.sample.config = Config({{"block", "256"}});
-  r.outcome = correct ? Outcome::ok : Outcome::wrong_answer;
-  r.compiled = true;
-  r.correct = correct;
-  r.speedup = correct ? speedup : 0.0;
-  r.speedup_ci = ci;
-  return r;
+  Sample sample;
+  sample.task_id = 19;
+  sample.config = Config({{"block", "256"}});
+  EvalRecord record;
+  record.task_id = 19;
+  record.outcome = correct ? Outcome::ok : Outcome::wrong_answer;
+  record.compile.ok = true;
+  record.speedup = correct ? speedup : 0.0;
+  record.speedup_ci = ci;
+  return rollout_from(std::move(sample), std::move(record));
 }
 
 fs::path scratch(const std::string& name) {
@@ -108,12 +109,12 @@ TEST(Significance, SyntheticRolloutsHaveAPointInterval) {
     s.config = c;
     s.tokens = space.tokenize(c);
     const Rollout r = env.score(task, s);
-    if (r.correct) {
+    if (r.correct()) {
       ++correct;
-      ASSERT_TRUE(r.speedup_ci.has_value()) << c.str();
-      EXPECT_EQ(*r.speedup_ci, (SpeedupInterval{r.speedup, r.speedup})) << c.str();
+      ASSERT_TRUE(r.speedup_ci().has_value()) << c.str();
+      EXPECT_EQ(*r.speedup_ci(), (SpeedupInterval{r.speedup(), r.speedup()})) << c.str();
     } else {
-      EXPECT_FALSE(r.speedup_ci.has_value()) << c.str();
+      EXPECT_FALSE(r.speedup_ci().has_value()) << c.str();
     }
     EXPECT_EQ(r.significantly_fast(), r.fast()) << c.str();
     fast += r.fast();
@@ -163,8 +164,8 @@ TEST(Significance, MemoizedCandidatesKeepTheirInterval) {
   ASSERT_EQ(rs.size(), 4u);
   for (size_t i = 0; i < rs.size(); ++i) {
     SCOPED_TRACE(i);
-    ASSERT_TRUE(rs[i].speedup_ci.has_value());
-    EXPECT_EQ(*rs[i].speedup_ci, intervals[i % 2]);
+    ASSERT_TRUE(rs[i].speedup_ci().has_value());
+    EXPECT_EQ(*rs[i].speedup_ci(), intervals[i % 2]);
     EXPECT_TRUE(rs[i].fast());
     EXPECT_EQ(rs[i].significantly_fast(), i % 2 == 1);
   }

@@ -43,8 +43,9 @@ TEST(Grpo, GroupAdvantages) {
 TEST(Grpo, GroupItemsLeaveOutWhatTheHarnessCouldNotJudge) {
   const TaskSpec task = task_spec(19, Scale::small);
   auto rollout = [](Outcome outcome, double reward, int token) {
-    Rollout r;
-    r.outcome = outcome;
+    EvalRecord record;
+    record.outcome = outcome;
+    Rollout r = rollout_from({}, std::move(record));
     r.reward = reward;
     r.sample.tokens = {token, token + 1};
     r.sample.logprobs = {-0.5, -0.5};
@@ -157,7 +158,7 @@ TEST(Sdpo, MovesTheStudentTowardTheTeacher) {
   EXPECT_TRUE(sdpo_context(group, 0, SdpoTeacher::prompt_only).empty());
   int best = -1;
   for (size_t j = 1; j < group.size(); ++j)
-    if (group[j].correct && (best < 0 || group[j].speedup > group[static_cast<size_t>(best)].speedup))
+    if (group[j].correct() && (best < 0 || group[j].speedup() > group[static_cast<size_t>(best)].speedup()))
       best = static_cast<int>(j);
   EXPECT_EQ(*fb.demonstration, group[static_cast<size_t>(best)].sample.tokens);
   int64_t teacher_tokens = 0;

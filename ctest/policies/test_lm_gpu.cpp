@@ -138,8 +138,8 @@ std::string describe(const std::vector<Rollout>& group) {
   std::string out;
   for (size_t i = 0; i < group.size(); ++i) {
     const Rollout& r = group[i];
-    out += "--- rollout " + std::to_string(i) + ": " + std::string(to_string(r.outcome)) +
-           " reward " + std::to_string(r.reward) + " (" + r.outcome_detail.substr(0, 300) + ")\n" +
+    out += "--- rollout " + std::to_string(i) + ": " + std::string(to_string(r.outcome())) +
+           " reward " + std::to_string(r.reward) + " (" + r.outcome_detail().substr(0, 300) + ")\n" +
            r.sample.text + "\n";
   }
   return out;
@@ -157,8 +157,8 @@ Figures group_figures(const std::vector<Rollout>& group) {
   Figures f;
   f.samples = static_cast<int>(group.size());
   for (const Rollout& r : group) {
-    f.compiled += r.compiled;
-    f.correct += r.correct;
+    f.compiled += r.compiled();
+    f.correct += r.correct();
     f.mean_reward += r.reward / static_cast<double>(group.size());
   }
   return f;
@@ -255,7 +255,7 @@ TEST(LmGpu, SamplingNvrtcEvaluationAndGrpoEndToEnd) {
     f.evaluator_s = evaluator_clock.per_candidate();  // includes starting the worker
     print_figures(f);
     rows.push_back(f);
-    ASSERT_TRUE(g[0].correct) << "the known-good SFT target fails on the evaluator:\n" << describe(g);
+    ASSERT_TRUE(g[0].correct()) << "the known-good SFT target fails on the evaluator:\n" << describe(g);
   }
 
   // ---- SFT warm start: LoRA learns to emit the target ----

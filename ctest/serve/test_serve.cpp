@@ -214,13 +214,13 @@ TEST(Serve, AnExperimentEnvironmentEvaluatesThroughTheServer) {
   const std::vector<Rollout> rollouts = env.evaluate(task, {knobs, text, knobs, empty}, "test");
   ASSERT_EQ(rollouts.size(), 4u);
   for (int i : {0, 1, 2}) {
-    EXPECT_EQ(rollouts[i].outcome, Outcome::ok) << i << ": " << rollouts[i].outcome_detail;
-    EXPECT_TRUE(rollouts[i].correct);
-    EXPECT_NEAR(rollouts[i].speedup, 2.0, 1e-9);
+    EXPECT_EQ(rollouts[i].outcome(), Outcome::ok) << i << ": " << rollouts[i].outcome_detail();
+    EXPECT_TRUE(rollouts[i].correct());
+    EXPECT_NEAR(rollouts[i].speedup(), 2.0, 1e-9);
     EXPECT_GT(rollouts[i].reward, 2.0) << "composite: compile and correctness terms on top";
   }
   EXPECT_EQ(rollouts[1].code.find("kbrl: scaffold") != std::string::npos, true) << rollouts[1].code;
-  EXPECT_EQ(rollouts[3].outcome, Outcome::format_error);
+  EXPECT_EQ(rollouts[3].outcome(), Outcome::format_error);
   EXPECT_EQ(runs.count(), 2u) << "the repeated configuration is evaluated once";
   EXPECT_GT(env.evaluator_seconds(), 0.0);
   // A server at another scale than the run's is refused, naming the fix.
@@ -244,7 +244,7 @@ TEST(Serve, AnotherObservationTimesACandidateAgain) {
     env.evaluate(task, {knobs}, "test");
     env.set_observation("seed 42");
     const std::vector<Rollout> again = env.evaluate(task, {knobs}, "test");
-    EXPECT_EQ(again[0].speedup_ci, first[0].speedup_ci);
+    EXPECT_EQ(again[0].speedup_ci(), first[0].speedup_ci());
   };
   EvalSettings settings;
   settings.worker_program = KBRL_FAKE_GPU_WORKER;

@@ -30,7 +30,7 @@ stats::BootstrapInterval mean_interval(const std::vector<double>& per_task) {
 
 /// A rollout as selection sees it (no log-probability: best-of-k draws at random).
 ScoredSample scored(const Rollout& r) {
-  return {r.correct, r.speedup, 0.0, r.speedup_ci ? r.speedup_ci->low : 0.0};
+  return {r.correct(), r.speedup(), 0.0, r.speedup_ci() ? r.speedup_ci()->low : 0.0};
 }
 
 std::vector<int> k_grid(int max_k) {
@@ -66,10 +66,10 @@ void best_of_n(ExperimentContext& ctx) {
         int correct = 0, fast = 0, sig_fast = 0;
         double best = 0;
         for (const Rollout& r : rs) {
-          correct += r.correct;
+          correct += r.correct();
           fast += r.fast();
           sig_fast += r.significantly_fast();
-          best = std::max(best, r.speedup);
+          best = std::max(best, r.speedup());
         }
         selected.row({subset, cell(static_cast<int64_t>(seed)), cell(tasks[t]), cell(static_cast<int64_t>(rs.size())),
                       cell(correct), cell(fast), cell(sig_fast), cell(best)});
@@ -88,7 +88,7 @@ void best_of_n(ExperimentContext& ctx) {
           std::vector<ScoredSample> samples;
           for (const Rollout& r : per[t]) {
             fast += r.fast();
-            speedups.push_back(r.speedup);
+            speedups.push_back(r.speedup());
             samples.push_back(scored(r));
           }
           const double p = stats::pass_at_k(static_cast<int64_t>(per[t].size()), fast, k);

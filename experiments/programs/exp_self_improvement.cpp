@@ -31,7 +31,7 @@ TaskOutcome outcome_of(const std::vector<Rollout>& rollouts) {
   for (const Rollout& r : rollouts) {
     o.task_success = o.task_success || r.fast();
     o.sig_task_success = o.sig_task_success || r.significantly_fast();
-    if (r.correct) o.best_speedup = std::max(o.best_speedup, r.speedup);
+    if (r.correct()) o.best_speedup = std::max(o.best_speedup, r.speedup());
   }
   return o;
 }

@@ -100,15 +100,15 @@ std::vector<std::vector<Rollout>> model_sweep_row(ExperimentContext& ctx, const 
     int task_format = 0, task_compiled = 0, task_correct = 0;
     double task_tokens = 0;
     for (const Rollout& r : rs) {
-      task_format += r.outcome == Outcome::format_error;
-      task_compiled += r.compiled;
-      task_correct += r.correct;
+      task_format += r.outcome() == Outcome::format_error;
+      task_compiled += r.compiled();
+      task_correct += r.correct();
       task_tokens += static_cast<double>(r.sample.token_count());
     }
     if (!rs.empty()) {
-      first_compiled += rs[0].compiled;
-      first_correct += rs[0].correct;
-      if (rs[0].correct) runtime_sum += rs[0].runtime_ms;
+      first_compiled += rs[0].compiled();
+      first_correct += rs[0].correct();
+      if (rs[0].correct()) runtime_sum += rs[0].runtime_ms();
     }
     format_errors += task_format;
     compiled += task_compiled;
@@ -118,7 +118,7 @@ std::vector<std::vector<Rollout>> model_sweep_row(ExperimentContext& ctx, const 
     by_task.row({label, cell(tasks[t]), task_spec(tasks[t], ctx.scale).name, cell(static_cast<int>(rs.size())),
                  cell(task_format), cell(task_compiled), cell(task_correct),
                  cell(rs.empty() ? 0.0 : task_tokens / static_cast<double>(rs.size())),
-                 rs.empty() ? "" : std::string(to_string(rs[0].outcome))});
+                 rs.empty() ? "" : std::string(to_string(rs[0].outcome()))});
   }
   const double n = static_cast<double>(tasks.size()), all = std::max(1, rollouts);
   table.row({label, cell(first_compiled), checked ? cell(first_correct) : "", cell(static_cast<int>(tasks.size())),
@@ -187,8 +187,8 @@ void policy_sweep(ExperimentContext& ctx) {
     double log_sum = 0;
     int correct = 0;
     for (const Rollout& r : all)
-      if (r.correct && r.speedup > 0) {
-        log_sum += std::log(r.speedup);
+      if (r.correct() && r.speedup() > 0) {
+        log_sum += std::log(r.speedup());
         ++correct;
       }
     table.row({p.label, cell(static_cast<int>(tasks.size())), cell(m.rollouts), cell(m.compiled_rate),

@@ -321,10 +321,10 @@ std::vector<std::vector<Rollout>> sample_and_evaluate(ExperimentContext& ctx, Po
     int fast = 0, sig_fast = 0, correct = 0;
     double best = 0;
     for (size_t i = 0; i < rollouts.size(); ++i) {
-      correct += rollouts[i].correct;
+      correct += rollouts[i].correct();
       fast += rollouts[i].fast();
       sig_fast += rollouts[i].significantly_fast();
-      best = std::max(best, rollouts[i].speedup);
+      best = std::max(best, rollouts[i].speedup());
       if (samples_csv) {
         samples_csv->row(schemas::samples_row(run, policy_label, static_cast<int>(i), rollouts[i]));
       }
