@@ -9,9 +9,10 @@ transformers, peft, datasets and torch, and a running server ($KBRL_SERVE_URL):
     kbrl serve --port 8750 &
     python3 examples/trl_grpo.py --gguf SmolLM2-135M-Instruct.Q4_1.gguf --tasks 1,23,25 --steps 8 --out runs/trl
 
-Writes to --out: steps.csv (TRL's logged metrics, one row per step, and the step's wall seconds),
-completions.csv (each completion's task, outcome, reward and speedup, as kbrl scored it) and
-run.json (versions, device, settings, wall time, seconds spent waiting on kbrl).
+Writes to --out, as the run goes (a run stopped part way keeps its steps so far): steps.csv (TRL's
+logged metrics, one row per step, and the step's wall seconds) and completions.csv (each completion's
+task, outcome, reward, speedup, length and kbrl's detail of the outcome, as kbrl scored it); at the
+end run.json (versions, device, settings, wall time, seconds spent waiting on kbrl).
 """
 from __future__ import annotations
 
@@ -139,14 +140,20 @@ def main() -> int:
     import trl
 
     model, tokenizer, merged = load_model(args)
-    scored = []  # (step, task_id, outcome, reward, speedup, completion characters)
+    scored = []  # (step, task_id, outcome, reward, speedup, completion characters, detail)
     waited = [0.0]
     step_of = [0]
+    completions_file = open(os.path.join(args.out, "completions.csv"), "w", newline="")
+    completions_csv = csv.writer(completions_file)
+    completions_csv.writerow(["step", "task_id", "outcome", "reward", "speedup", "characters", "detail"])
 
     def on_records(items, records):
         for item, r in zip(items, records):
+            detail = r.get("outcome_detail") or r.get("error", {}).get("message", "")
             scored.append((step_of[0], item["task_id"], r.get("outcome", ""), kbrl_client.reward_of(r),
-                           r.get("speedup", ""), len(item["text"])))
+                           r.get("speedup", ""), len(item["text"]), " ".join(str(detail).split())[:300]))
+            completions_csv.writerow(scored[-1])
+        completions_file.flush()
 
     scorer = trl_reward.make_kbrl_reward({"reward": args.reward} if args.reward else None, on_records)
 
@@ -166,6 +173,20 @@ def main() -> int:
         def on_step_end(self, a, state, control, **kw):
             step_seconds[state.global_step] = time.time() - self.t0
 
+        def on_log(self, a, state, control, **kw):  # each step's row as it is logged
+            write_steps(state.log_history)
+
+    def write_steps(history):
+        logged = [dict(e) for e in history if "step" in e and "loss" in e]
+        for e in logged:
+            e["step_seconds"] = step_seconds.get(e["step"], "")
+        columns = ["step"] + sorted({k for e in logged for k in e} - {"step"})
+        with open(os.path.join(args.out, "steps.csv.part"), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=columns)
+            w.writeheader()
+            w.writerows(logged)
+        os.replace(os.path.join(args.out, "steps.csv.part"), os.path.join(args.out, "steps.csv"))
+
     config = trl.GRPOConfig(
         output_dir=os.path.join(args.out, "trainer"), max_steps=args.steps,
         per_device_train_batch_size=args.group * args.prompts, num_generations=args.group,
@@ -177,21 +198,12 @@ def main() -> int:
         train_dataset=datasets.Dataset.from_list(rows), callbacks=[StepClock()],
         peft_config=peft.LoraConfig(r=args.lora_rank, lora_alpha=2 * args.lora_rank,
                                     target_modules="all-linear", task_type="CAUSAL_LM"))
-    trainer.train()
+    try:
+        trainer.train()
+    finally:
+        completions_file.close()
+        write_steps(trainer.state.log_history)
     wall = time.time() - start
-
-    logged = [dict(e) for e in trainer.state.log_history if "step" in e and "loss" in e]
-    for e in logged:
-        e["step_seconds"] = step_seconds.get(e["step"], "")
-    columns = ["step"] + sorted({k for e in logged for k in e} - {"step"})
-    with open(os.path.join(args.out, "steps.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=columns)
-        w.writeheader()
-        w.writerows(logged)
-    with open(os.path.join(args.out, "completions.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["step", "task_id", "outcome", "reward", "speedup", "characters"])
-        w.writerows(scored)
     outcomes = collections.Counter(s[2] for s in scored)
     run = {"trl": trl.__version__, "transformers": transformers.__version__, "peft": peft.__version__,
            "datasets": datasets.__version__, "torch": torch.__version__,
