@@ -13,6 +13,7 @@
 #include "out_dir.h"
 #include "run_options.h"
 #include <harness/compile/compile.h>
+#include <harness/evaluate_actions.h>
 #include <harness/evaluator.h>
 #include <harness/worker/gpu_protocol.h>
 #include <harness/record/json_text.h>
@@ -113,10 +114,10 @@ void run_eval(const EvalOptions& o) {
   // text the candidate was parsed from.
   const std::string raw = read_candidate_file(o.kernel);
   // A KernelBench-format answer (Python ModelNew with load_inline) is imported as a model's text is.
-  std::optional<Realized> answer;
-  if (is_kernelbench_answer(raw)) answer = realize(spec, {ActionKind::text, {}, raw});
+  std::optional<PreparedAction> answer;
+  if (is_kernelbench_answer(raw)) answer = prepare_action(spec, {{ActionKind::text, {}, raw}, 0, ""});
   const std::optional<Candidate> candidate =
-      answer ? answer->candidate
+      answer ? answer->real.candidate
              : std::optional(parse_candidate_file(raw, spec, std::filesystem::path(o.kernel).filename().string()));
   EvalSettings settings = settings_from(o);
   if (std::string why; !gpu_available(&why)) {
@@ -132,11 +133,10 @@ void run_eval(const EvalOptions& o) {
     evaluator.attach_log(log.get());
   }
   if (!candidate) {
-    std::cerr << fmt::format("kbrl eval: {}: {}\n", o.kernel, answer->format_error);
-    return report(o, evaluator.format_error(spec.id, raw, {ActionKind::text, answer->code, 0, ""}, answer->format_error,
-                                            std::nullopt, answer->failure), json);
+    std::cerr << fmt::format("kbrl eval: {}: {}\n", o.kernel, answer->real.format_error);
+    return report(o, record_without_candidate(evaluator, spec.id, *answer, std::nullopt), json);
   }
-  if (answer) return report(o, evaluator.evaluate(*candidate, raw, std::nullopt, {ActionKind::text, answer->code, 0, ""}), json);
+  if (answer) return report(o, evaluator.evaluate(*candidate, raw, std::nullopt, answer->info), json);
   report(o, evaluator.evaluate(*candidate, raw), json);
 }
 

@@ -21,6 +21,19 @@ struct MapRecords {
 
 }  // namespace
 
+PreparedAction prepare_action(const TaskSpec& task, const ActionSubmission& s) {
+  PreparedAction out{realize(task, s.action), {}};
+  out.info = {s.action.kind, out.real.code, s.token_count, s.prompt_version};
+  return out;
+}
+
+EvalRecord record_without_candidate(Evaluator& evaluator, int task_id, const PreparedAction& action,
+                                    const std::optional<std::string>& policy) {
+  KBRL_ASSERT(!action.real.candidate, "task {}: an action with a candidate has no format error to record", task_id);
+  return evaluator.format_error(task_id, action.real.raw, action.info, action.real.format_error, policy,
+                                action.real.failure);
+}
+
 std::vector<SubmittedAction> evaluate_actions(Evaluator& evaluator, const TaskSpec& task,
                                               const std::vector<ActionSubmission>& submissions,
                                               const std::string& policy, const std::string& observation,
@@ -31,25 +44,23 @@ std::vector<SubmittedAction> evaluate_actions(Evaluator& evaluator, const TaskSp
   std::vector<KeyedCandidate> todo;
   std::vector<std::pair<std::string, ActionInfo>> todo_actions;  // each todo's raw action and info
   for (size_t i = 0; i < submissions.size(); ++i) {
-    const ActionSubmission& s = submissions[i];
-    Realized real = realize(task, s.action);
-    const ActionInfo info{s.action.kind, real.code, s.token_count, s.prompt_version};
+    PreparedAction prepared = prepare_action(task, submissions[i]);
     SubmittedAction& done = out.emplace_back();
-    done.code = real.code;
-    if (!real.candidate) {
-      done.key = evaluator.format_error_key(task.id, real.raw);
+    done.code = prepared.real.code;
+    if (!prepared.real.candidate) {
+      done.key = evaluator.format_error_key(task.id, prepared.real.raw);
       if (work.claim(done.key, i) == Work::Claim::leads) {
-        work.finish(done.key, evaluator.format_error(task.id, real.raw, info, real.format_error, policy, real.failure));
+        work.finish(done.key, record_without_candidate(evaluator, task.id, prepared, policy));
         done.evaluated_now = true;
       }
       continue;
     }
-    KeyedCandidate keyed = evaluator.keyed(std::move(*real.candidate), observation);  // hashed once, here
+    KeyedCandidate keyed = evaluator.keyed(std::move(*prepared.real.candidate), observation);  // hashed once, here
     done.key = keyed.key;
     if (work.claim(done.key, i) == Work::Claim::leads) {
       done.evaluated_now = true;
       todo.push_back(std::move(keyed));
-      todo_actions.emplace_back(std::move(real.raw), info);
+      todo_actions.emplace_back(std::move(prepared.real.raw), prepared.info);
     }
   }
   if (!todo.empty()) {

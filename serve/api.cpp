@@ -130,31 +130,28 @@ PreparedItem parse_item(const Json& item, size_t index, const EvalSettings& defa
   out.settings_id = out.settings.key_json().dump();
 
   const TaskSpec task = task_spec(out.task_id, defaults.scale);
+  PreparedAction& prepared = out.prepared;
   if (item.contains("text")) {
     const std::string& text = text_field(item["text"], at + ".text", limits);
-    Realized real = realize(task, {ActionKind::text, {}, text});
-    out.raw_action = std::move(real.raw);
-    out.action = {ActionKind::text, real.code, 0, ""};
-    out.candidate = std::move(real.candidate);
-    out.format_error = std::move(real.format_error);
-    out.failure = real.failure;
-  } else if (item.contains("candidate")) {
+    prepared = prepare_action(task, {{ActionKind::text, {}, text}, 0, ""});
+  } else if (item.contains("candidate")) {  // a candidate file as it is: no extraction
     const std::string& text = text_field(item["candidate"], at + ".candidate", limits);
-    out.raw_action = text;
-    out.action = {ActionKind::text, text, 0, ""};
+    prepared.real.raw = text;
+    prepared.info = {ActionKind::text, text, 0, ""};
     try {
-      out.candidate = parse_candidate_file(text, task, "candidate");
+      prepared.real.candidate = parse_candidate_file(text, task, "candidate");
     } catch (const InputError& e) {
-      out.format_error = e.what();
+      prepared.real.format_error = e.what();
     }
   } else {
     const Config config = parse_config(item["config"], at + ".config");
-    out.raw_action = config.str();
-    out.action = {ActionKind::knobs, "", static_cast<int64_t>(config.size()), ""};
+    const ActionSubmission submission{{ActionKind::knobs, config, {}}, static_cast<int64_t>(config.size()), ""};
     try {
-      out.candidate = realize(task, {ActionKind::knobs, config, {}}).candidate;
-    } catch (const InputError& e) {
-      out.format_error = e.what();  // not a configuration of the task's space: the action's fault
+      prepared = prepare_action(task, submission);
+    } catch (const InputError& e) {  // not a configuration of the task's space: the action's fault
+      prepared.real.raw = config.str();
+      prepared.info = {ActionKind::knobs, "", submission.token_count, ""};
+      prepared.real.format_error = e.what();
     }
   }
   return out;

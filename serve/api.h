@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <harness/evaluate_actions.h>
 #include <harness/evaluator.h>
 #include <harness/record/eval_record.h>
 #include <kernels/candidate.h>
@@ -60,11 +61,10 @@ struct PreparedItem {
   int task_id = 0;
   EvalSettings settings;
   std::string settings_id;  // equal for items one Evaluator can serve (settings.key_json())
-  std::optional<Candidate> candidate;
-  std::string raw_action;  // what the record keeps: the text, the candidate file, "k=v,..."
-  ActionInfo action;
-  std::string format_error;  // why there is no candidate (a format_error record)
-  Outcome failure = Outcome::format_error;  // or unsupported_format (Realized::failure)
+  /// The item's action realized: its candidate, or why it has none (a format_error or
+  /// unsupported_format record); its raw action is what the record keeps (the text, the candidate
+  /// file, "k=v,...").
+  PreparedAction prepared;
   /// Evaluator::keyed's observation: a candidate evaluated under another one is evaluated (and
   /// timed) again; "" for none.
   std::string observation;

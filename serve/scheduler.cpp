@@ -266,9 +266,8 @@ void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
       for (; handled < group.size(); ++handled) {
         Entry* e = group[handled];
         const PreparedItem& item = *e->item;
-        if (!item.candidate) {
-          const EvalRecord record = evaluator.format_error(item.task_id, item.raw_action, item.action, item.format_error,
-                                                           std::nullopt, item.failure);
+        if (!item.prepared.real.candidate) {
+          const EvalRecord record = record_without_candidate(evaluator, item.task_id, item.prepared, std::nullopt);
           {
             std::lock_guard lock(mutex_);
             count_answered(record.outcome, 1);
@@ -277,7 +276,7 @@ void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
           continue;
         }
         // may start the worker (the device's arch)
-        KeyedCandidate keyed = evaluator.keyed(*item.candidate, item.observation);
+        KeyedCandidate keyed = evaluator.keyed(*item.prepared.real.candidate, item.observation);
         std::optional<EvalRecord> known;
         {
           std::lock_guard lock(mutex_);
@@ -295,7 +294,7 @@ void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
           continue;
         }
         todo.push_back(std::move(keyed));
-        actions.emplace_back(item.raw_action, item.action);
+        actions.emplace_back(item.prepared.real.raw, item.prepared.info);
       }
       if (todo.empty()) continue;
       // The later groups of this batch and this group's items not started go back to the queue

@@ -43,13 +43,13 @@ TEST(ServeApi, ParsesEachKindOfItemWithItsOverrides) {
                         {"tolerance", "legacy"}, {"inputs", "kernelbench"}, {"reward", "composite"}}}}};
   const std::vector<PreparedItem> items = parse_evaluate_request(body.dump(), EvalSettings{});
   ASSERT_EQ(items.size(), 3u);
-  ASSERT_TRUE(items[0].candidate.has_value());
-  EXPECT_EQ(items[0].raw_action, kRelu);
-  EXPECT_TRUE(items[0].format_error.empty());
-  EXPECT_FALSE(items[1].candidate.has_value());
-  EXPECT_FALSE(items[1].format_error.empty());
-  ASSERT_TRUE(items[2].candidate.has_value());
-  EXPECT_EQ(items[2].candidate->launches, items[0].candidate->launches);
+  ASSERT_TRUE(items[0].prepared.real.candidate.has_value());
+  EXPECT_EQ(items[0].prepared.real.raw, kRelu);
+  EXPECT_TRUE(items[0].prepared.real.format_error.empty());
+  EXPECT_FALSE(items[1].prepared.real.candidate.has_value());
+  EXPECT_FALSE(items[1].prepared.real.format_error.empty());
+  ASSERT_TRUE(items[2].prepared.real.candidate.has_value());
+  EXPECT_EQ(items[2].prepared.real.candidate->launches, items[0].prepared.real.candidate->launches);
   EXPECT_EQ(items[2].settings.mode, TimingMode::full);
   EXPECT_EQ(items[2].settings.atol, 1e-2);
   EXPECT_EQ(items[2].settings.inputs, InputChecks::kernelbench);
@@ -68,8 +68,8 @@ TEST(ServeApi, TextThatIsNotUtf8ArrivesWithItsExactBytes) {
   const std::vector<PreparedItem> items = parse_evaluate_request(body.dump(), EvalSettings{});
   ASSERT_EQ(items.size(), 1u);
   EXPECT_FALSE(items[0].error.has_value());
-  EXPECT_EQ(items[0].raw_action, text);
-  ASSERT_TRUE(items[0].candidate.has_value());
+  EXPECT_EQ(items[0].prepared.real.raw, text);
+  ASSERT_TRUE(items[0].prepared.real.candidate.has_value());
   // Bytes that are not base64 are the item's error, in its place; the other items go on.
   const Json bad = {{"items", {{{"task_id", 19}, {"text", "x"}, {"text_base64", "%%%"}}, {{"task_id", 19}, {"text", text}}}}};
   EXPECT_THROW(parse_evaluate_request(bad.dump(), EvalSettings{}), nlohmann::json::type_error);
@@ -80,7 +80,7 @@ TEST(ServeApi, TextThatIsNotUtf8ArrivesWithItsExactBytes) {
   ASSERT_TRUE(answered[0].error.has_value());
   EXPECT_NE(answered[0].error->message.find("base64"), std::string::npos) << answered[0].error->message;
   EXPECT_FALSE(answered[1].error.has_value());
-  EXPECT_EQ(answered[1].raw_action, text);
+  EXPECT_EQ(answered[1].prepared.real.raw, text);
 }
 
 TEST(ServeApi, ARewardSpecCarriesItsParameters) {
@@ -113,12 +113,12 @@ TEST(ServeApi, AConfigurationOutsideTheTasksSpaceIsAFormatError) {
                                 {{"task_id", 19}, {"config", huge}}}}};
   const std::vector<PreparedItem> items = parse_evaluate_request(body.dump(), EvalSettings{});
   ASSERT_EQ(items.size(), 3u);
-  ASSERT_TRUE(items[0].candidate.has_value()) << items[0].format_error;
-  EXPECT_EQ(items[0].action.kind, ActionKind::knobs);
-  EXPECT_NE(items[0].raw_action.find("block=256"), std::string::npos);
+  ASSERT_TRUE(items[0].prepared.real.candidate.has_value()) << items[0].prepared.real.format_error;
+  EXPECT_EQ(items[0].prepared.info.kind, ActionKind::knobs);
+  EXPECT_NE(items[0].prepared.real.raw.find("block=256"), std::string::npos);
   for (size_t i : {1u, 2u}) {
-    EXPECT_FALSE(items[i].candidate.has_value());
-    EXPECT_FALSE(items[i].format_error.empty());
+    EXPECT_FALSE(items[i].prepared.real.candidate.has_value());
+    EXPECT_FALSE(items[i].prepared.real.format_error.empty());
   }
 }
 
@@ -130,10 +130,10 @@ TEST(ServeApi, KernelBenchNamesAndAnswers) {
   const std::vector<PreparedItem> items = parse_evaluate_request(body.dump(), EvalSettings{});
   ASSERT_EQ(items.size(), 2u);
   EXPECT_EQ(items[0].task_id, 19);
-  EXPECT_TRUE(items[0].candidate.has_value()) << items[0].format_error;
-  EXPECT_FALSE(items[1].candidate.has_value());
-  EXPECT_EQ(items[1].failure, Outcome::unsupported_format);
-  EXPECT_NE(items[1].format_error.find("no CUDA"), std::string::npos) << items[1].format_error;
+  EXPECT_TRUE(items[0].prepared.real.candidate.has_value()) << items[0].prepared.real.format_error;
+  EXPECT_FALSE(items[1].prepared.real.candidate.has_value());
+  EXPECT_EQ(items[1].prepared.real.failure, Outcome::unsupported_format);
+  EXPECT_NE(items[1].prepared.real.format_error.find("no CUDA"), std::string::npos) << items[1].prepared.real.format_error;
   EXPECT_EQ(error_of(R"({"items": [{"level": 2, "problem_id": 19, "candidate": "x"}]})").field, "items[0].level");
   EXPECT_EQ(error_of(R"({"items": [{"task_id": 19, "problem_id": 19, "candidate": "x"}]})").status, 400);
 }
@@ -148,10 +148,10 @@ TEST(ServeApi, OpenRlhfQueriesBecomeTextItems) {
   const std::vector<PreparedItem> items = parse_openrlhf_request(body.dump(), EvalSettings{});
   ASSERT_EQ(items.size(), 2u);
   EXPECT_EQ(items[0].task_id, 19);
-  EXPECT_EQ(items[0].raw_action, std::string("```cuda\n") + kRelu + "```");  // the prompt stripped
-  EXPECT_TRUE(items[0].candidate.has_value()) << items[0].format_error;
+  EXPECT_EQ(items[0].prepared.real.raw, std::string("```cuda\n") + kRelu + "```");  // the prompt stripped
+  EXPECT_TRUE(items[0].prepared.real.candidate.has_value()) << items[0].prepared.real.format_error;
   EXPECT_EQ(items[1].task_id, 20);
-  EXPECT_EQ(items[1].raw_action, "no prompt here");
+  EXPECT_EQ(items[1].prepared.real.raw, "no prompt here");
   auto error = [](const Json& b) {
     try {
       parse_openrlhf_request(b.dump(), EvalSettings{});
