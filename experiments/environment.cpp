@@ -50,13 +50,10 @@ bool unsafe(const Config& c) {
 Rollout rollout_from(Sample sample, std::shared_ptr<const EvalRecord> record, std::string code,
                      double compile_seconds) {
   KBRL_ASSERT(record != nullptr, "a rollout of task {} without a record", sample.task_id);
-  Rollout ro;
-  ro.sample = std::move(sample);
-  ro.reward = record->reward;
-  ro.record = std::move(record);
-  ro.code = std::move(code);
-  ro.compile_seconds = compile_seconds;
-  return ro;
+  const double reward = record->reward;
+  // Every member given: the default record (an allocation) is not made only to be replaced.
+  return Rollout{.sample = std::move(sample), .record = std::move(record), .code = std::move(code),
+                 .reward = reward, .compile_seconds = compile_seconds};
 }
 
 Rollout rollout_from(Sample sample, EvalRecord record, std::string code, double compile_seconds) {
