@@ -188,6 +188,23 @@ TEST(ExperimentPrograms, SeedsAreASetting) {
     EXPECT_EQ(run(std::string(KBRL_EXPERIMENT) + " base_policy --seeds '" + bad + "'" + flags), 2) << bad;
   EXPECT_FALSE(fs::exists(tiny / "base_policy" / "settings.json"));
   ASSERT_EQ(run(std::string(KBRL_EXPERIMENT) + " base_policy" + flags), 0);
+  // base_policy's RLVR runs seed 1 unless --seeds names another: a second RLVR run samples other batches.
+  const fs::path other = results / "rlvr-seed-2";
+  ASSERT_EQ(run(std::string(KBRL_EXPERIMENT) + " base_policy --seeds 2 --env synthetic --budget tiny --results " +
+                other.string()),
+            0);
+  const auto rlvr_seed = [](const fs::path& dir) {
+    return nlohmann::json::parse(file_text(dir / "base_policy" / "settings.json")).at("settings").at("rlvr_seed");
+  };
+  EXPECT_EQ(rlvr_seed(tiny), 1);
+  EXPECT_EQ(rlvr_seed(other / "synthetic" / "tiny"), 2);
+  const auto batches = [](const fs::path& dir) {  // what the steps sampled, not their timings
+    std::vector<std::string> rows;
+    for (const auto& row : testing::read_csv(dir / "base_policy" / "rlvr_steps.csv").rows)
+      rows.push_back(row.at("tasks") + " " + row.at("mean_reward") + " " + row.at("loss"));
+    return rows;
+  };
+  EXPECT_NE(batches(tiny), batches(other / "synthetic" / "tiny"));
   ASSERT_EQ(run(std::string(KBRL_EXPERIMENT) + " best_of_n --seeds 43,44" + flags), 0);
   const nlohmann::json settings = nlohmann::json::parse(file_text(tiny / "best_of_n" / "settings.json"));
   EXPECT_EQ(settings.at("settings").at("seeds"), (nlohmann::json{43, 44}));

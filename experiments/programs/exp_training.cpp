@@ -71,7 +71,7 @@ void base_policy(ExperimentContext& ctx) {
   c.optimizer.learning_rate = b.rlvr_learning_rate;
   c.lora_config = {b.lora_rank, b.lora_alpha};
   c.checkpoint_every = std::max(1, b.rlvr_steps / 4);
-  c.seed = 1;
+  c.seed = b.rlvr_seed;
   // The surprisal report's Appendix B: every train task evaluated at each checkpoint (steps 10, 20,
   // 30, 40 at paper budget) and before the first update, with the same rollouts (seed, K) every
   // time: the training batches cycle through different tasks, so their per-step rewards do not

@@ -120,6 +120,7 @@ ExperimentBudget with_seeds(ExperimentBudget b, const std::string& list) {
   KBRL_CHECK_INPUT(!seeds.empty(), "--seeds names no seed (e.g. --seeds 42,43,44)");
   b.seeds = seeds;
   b.sdpo_seeds = seeds;
+  b.rlvr_seed = seeds.front();
   return b;
 }
 
@@ -152,6 +153,7 @@ nlohmann::json budget_json(const ExperimentBudget& b) {
           {"rlvr_group", b.rlvr_group},
           {"rlvr_learning_rate", b.rlvr_learning_rate},
           {"rlvr_eval_k", b.rlvr_eval_k},
+          {"rlvr_seed", b.rlvr_seed},
           {"train_tasks", b.train_tasks},
           {"bon_k", b.bon_k},
           {"seeds", b.seeds},

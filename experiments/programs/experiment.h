@@ -32,13 +32,16 @@ struct ExperimentBudget {
   int rlvr_tasks_per_batch = 8;
   int rlvr_group = 8;
   double rlvr_learning_rate = 3e-3;
+  // base_policy's RLVR seed (its batches' tasks and samples): 1, or the first of --seeds.
+  uint64_t rlvr_seed = 1;
   int rlvr_eval_k = 8;  // samples per train task at each checkpoint's evaluation (same seeds)
   std::vector<int> train_tasks;  // empty: the train split (covered tasks)
   // search
   int bon_k = 64;
   // The runs' seeds: best-of-N, selection and self-improvement run each; the single-seed experiments
   // (TTT's isolated runs, the probe, robustness, transfer, lr_sweep, ablations, entropy_ttt,
-  // grpo_report's GRPO, policy_sweep) take the first. --seeds replaces them (and sdpo_seeds).
+  // grpo_report's GRPO, policy_sweep) take the first. --seeds replaces them (and sdpo_seeds, and
+  // rlvr_seed with its first).
   std::vector<uint64_t> seeds = {42, 43};
   // The sampling temperature. The reports sample their LLM at 0.25 (language_model_budget); the
   // schedule policy's distribution is calibrated at 1 (SFT on a teacher with noise 0.25 per knob),
