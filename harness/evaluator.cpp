@@ -11,7 +11,7 @@
 
 #include <harness/compile/compile_cache.h>
 #include <harness/compile/compile_pool.h>
-#include <harness/compile/kernel_params.h>
+#include <harness/preflight.h>
 #include <harness/record/keyed_work.h>
 #include <harness/record/rollout_log.h>
 #include <harness/worker/gpu_protocol.h>
@@ -320,11 +320,7 @@ EvalRecord Evaluator::finish(const TaskSpec& spec, const KeyedCandidate& keyed_c
   const CompiledModule& module = compiled.module();
   const PrecisionAudit& audit = module.audit;
   record.compile.precision_findings = findings_text(audit);
-  // The plan against the plan limits and the compiled kernels' parameters, before any launch: an
-  // args= list that does not match would be undefined behaviour on the GPU.
-  std::optional<std::string> unlaunchable = plan_limit_violation(candidate);
-  if (!unlaunchable) unlaunchable = launch_argument_mismatch(candidate, module.cubin);
-  if (unlaunchable) {
+  if (const std::optional<std::string> unlaunchable = preflight(candidate, module)) {
     record.outcome = Outcome::launch_error;
     record.outcome_detail = *unlaunchable + " (refused before any launch)";
     record.reward = compute_reward({.task_id = spec.id, .compiled = true}, settings_.reward).reward;

@@ -40,7 +40,7 @@ struct EnumNames<ArgKind> {  // the names of the JSON form (candidate_json.h)
 
 /// The bytes the harness passes for an argument of this kind: 8 for a tensor or scratch pointer and
 /// for i64, 4 for f32, i32 and a task scalar (passed as float). A kernel parameter of another size
-/// cannot take it (harness/compile/kernel_params.h checks plans against the compiled kernels).
+/// cannot take it (harness/preflight.h checks plans against the compiled kernels).
 int arg_bytes(ArgKind kind);
 
 struct KernelArg {

@@ -1,5 +1,6 @@
 // The compiled kernels' parameter lists (harness/compile/kernel_params.h), read from cubins NVRTC makes
-// for several architectures (no GPU needed), and launch plans checked against them: matching plans
+// for several architectures (no GPU needed), and launch plans checked against them by the preflight
+// (harness/preflight.h): matching plans
 // pass, a wrong argument count or size is named, a malformed cubin is an InputError (never a
 // crash), and every plan kbrl itself makes (the catalogue, each generator's expert configuration)
 // matches its compiled kernels.
@@ -16,6 +17,7 @@
 #include <harness/compile/compile.h>
 #include <harness/compile/compile_pool.h>
 #include <harness/compile/kernel_params.h>
+#include <harness/preflight.h>
 #include <kbrl/error.h>
 #include <kernels/candidate_file.h>
 #include <kernels/generator.h>
@@ -84,7 +86,7 @@ Candidate plan(std::vector<Launch> launches) {
 }
 
 std::string mismatch(const Candidate& c) {
-  return launch_argument_mismatch(c, kernels_cubin()).value_or("match");
+  return launch_argument_mismatch(c, kernel_params(kernels_cubin())).value_or("match");
 }
 
 TEST(KernelParams, ReadsEveryKernelsParametersOnEveryArchitecture) {
@@ -137,7 +139,7 @@ TEST(KernelParams, KernelsTheCubinLacksAreLeftToTheLoadStage) {
   EXPECT_EQ(mismatch(plan({launch("helper", {arg(ArgKind::input)})})), "match");
   EXPECT_EQ(mismatch(plan({launch("no_such_kernel", {})})), "match");
   // A compute_XX compile has PTX only: nothing to check.
-  EXPECT_EQ(launch_argument_mismatch(plan({launch("relu", {})}), ""), std::nullopt);
+  EXPECT_EQ(launch_argument_mismatch(plan({launch("relu", {})}), KernelParams{}), std::nullopt);
 }
 
 /// kernel_params of `bytes`: the map's size, or the InputError's message; any other exception
@@ -195,7 +197,7 @@ TEST(KernelParams, MalformedCubinsAreInputErrors) {
   duplicate[next + 8] = cubin[at + 8];  // the second parameter's ordinal := the first's
   duplicate[next + 9] = cubin[at + 9];
   EXPECT_NE(outcome_of(duplicate).find("ordinal"), std::string::npos) << outcome_of(duplicate);
-  EXPECT_THROW(launch_argument_mismatch(plan({launch("relu", {})}), bad_format), InputError);
+  EXPECT_THROW(kernel_params(bad_format), InputError);
 }
 
 /// Compiles every candidate for sm_90a (two at a time) and expects each plan to match.
@@ -210,8 +212,9 @@ void expect_plans_match(const std::vector<std::pair<std::string, Candidate>>& ca
       ADD_FAILURE() << name << ": " << r.error();
       continue;
     }
-    EXPECT_EQ(launch_argument_mismatch(c, r.module().cubin), std::nullopt) << name;
-    const auto kernels = kernel_params(r.module().cubin);
+    EXPECT_EQ(r.module().kernels, kernel_params(r.module().cubin)) << name;  // compile() read them
+    EXPECT_EQ(launch_argument_mismatch(c, r.module().kernels), std::nullopt) << name;
+    const KernelParams& kernels = r.module().kernels;
     for (const Launch& l : c.launches)
       EXPECT_TRUE(kernels.count(l.kernel) || name == "missing_kernel") << name << ": no kernel " << l.kernel;
   }

@@ -207,6 +207,7 @@ CompileResult compile(const Candidate& candidate, const CompileOptions& options,
       m.log = result.log;
       m.options = result.options;
       m.audit = audit_precision(candidate.source, canonical.options, m.ptx, m.cubin);
+      if (!m.cubin.empty()) m.kernels = kernel_params(m.cubin);
       break;
     }
   }

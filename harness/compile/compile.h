@@ -16,6 +16,7 @@
 #include <kbrl/outcome.h>
 #include <kernels/candidate.h>
 
+#include "kernel_params.h"
 #include "nvrtc_job.h"
 #include "precision_audit.h"
 
@@ -48,6 +49,7 @@ struct CompiledModule {
   std::string log;                   // NVRTC's log (warnings)
   std::vector<std::string> options;  // every NVRTC option, as passed
   PrecisionAudit audit;
+  KernelParams kernels;              // each kernel's parameters, read from the cubin once; none without one
   bool operator==(const CompiledModule&) const = default;
 };
 

@@ -2,9 +2,8 @@
 
 #include <cstdint>
 
+#include <fmt/format.h>
 #include <kbrl/error.h>
-#include <kernels/candidate_json.h>  // to_string(ArgKind)
-#include <kernels/expression.h>      // quote_input
 
 namespace kbrl {
 namespace {
@@ -148,15 +147,11 @@ std::vector<KernelParam> params_of(const Section& info) {
   return ordered;
 }
 
-std::string plural(size_t n, const char* word) {
-  return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
-}
-
 }  // namespace
 
-std::map<std::string, std::vector<KernelParam>> kernel_params(std::string_view cubin) {
+KernelParams kernel_params(std::string_view cubin) {
   const Elf elf(cubin);
-  std::map<std::string, std::vector<KernelParam>> kernels;
+  KernelParams kernels;
   for (const Section& symbols : elf.sections()) {
     if (symbols.type != kSectionSymbols) continue;
     if (symbols.entry_size != 24)
@@ -176,30 +171,6 @@ std::map<std::string, std::vector<KernelParam>> kernel_params(std::string_view c
     if (it != kernels.end()) it->second = params_of(s);
   }
   return kernels;
-}
-
-std::optional<std::string> launch_argument_mismatch(const Candidate& candidate,
-                                                    std::string_view cubin) {
-  if (cubin.empty()) return std::nullopt;
-  const auto kernels = kernel_params(cubin);
-  for (size_t i = 0; i < candidate.launches.size(); ++i) {
-    const Launch& launch = candidate.launches[i];
-    const auto it = kernels.find(launch.kernel);
-    if (it == kernels.end()) continue;  // the load stage reports a missing kernel
-    const std::vector<KernelParam>& params = it->second;
-    const std::string kernel = quote_input(launch.kernel);
-    if (launch.args.size() != params.size())
-      return fmt::format("launch {} passes {} to kernel '{}', which takes {}", i,
-                         plural(launch.args.size(), "argument"), kernel, plural(params.size(), "parameter"));
-    for (size_t a = 0; a < params.size(); ++a) {
-      const int bytes = arg_bytes(launch.args[a].kind);
-      if (bytes != params[a].size)
-        return fmt::format("launch {} of kernel '{}': argument {} is {} ({} bytes) but parameter {} "
-                           "takes {} bytes", i, kernel, a, to_string(launch.args[a].kind), bytes, a,
-                           params[a].size);
-    }
-  }
-  return std::nullopt;
 }
 
 }  // namespace kbrl
