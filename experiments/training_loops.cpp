@@ -21,7 +21,7 @@ UpdateStats finite_update(PolicyUpdates& policy, const std::vector<TrainItem>& b
                           const std::string& where) {
   if (batch.empty()) return {};  // nothing judged to learn from (every rollout a harness_error)
   const UpdateStats s = policy.update(batch, update);
-  if (!std::isfinite(s.loss) || !std::isfinite(s.grad_norm) || !std::isfinite(s.kl))
+  if (!std::isfinite(s.loss) || !std::isfinite(s.grad_norm) || std::isinf(s.kl))  // a NaN KL: not measured
     throw Error(fmt::format("{}: the update's loss is {} (gradient norm {}, KL {}): training diverged; the rows "
                             "written so far are kept. Lower the learning rate and run again",
                             where, s.loss, s.grad_norm, s.kl));

@@ -157,7 +157,8 @@ struct TrainItem {
 
 struct UpdateStats {
   double loss = 0.0;
-  double kl = 0.0;             // mean per-token KL(policy || reference) over the batch's tokens
+  double kl = 0.0;             // mean per-token KL(policy || reference) over the batch's tokens; NaN where
+                               // not measured (a language model's update without a KL term makes no reference pass)
   double entropy = 0.0;        // mean per-token entropy (nats) over the legal values
   double clip_fraction = 0.0;  // tokens whose ratio left [1 - eps, 1 + eps]
   double grad_norm = 0.0;      // before clipping

@@ -18,6 +18,7 @@
 // CUDA context and NCCL's buffers) and the caching allocator's peaks (allocated and reserved), GiB.
 // The rank dies with its parent (a killed test or benchmark leaves no rank waiting in a collective).
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -124,7 +125,7 @@ int run(int argc, char** argv) {
     sync(cuda);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     report["steps"].push_back({{"seconds", seconds}, {"loss", st.loss}, {"grad_norm", st.grad_norm}, {"tokens", st.tokens},
-                               {"entropy", st.entropy}, {"kl", st.kl}, {"clip_fraction", st.clip_fraction}});
+                               {"entropy", st.entropy}, {"kl", std::isnan(st.kl) ? nlohmann::json() : nlohmann::json(st.kl)}, {"clip_fraction", st.clip_fraction}});
     if (s <= 2) {
       const std::vector<float> g = policy.last_gradient();
       std::ofstream f(out / ("gradient_step" + std::to_string(s) + "_rank" + std::to_string(rank) + ".f32"), std::ios::binary);

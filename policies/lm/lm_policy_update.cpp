@@ -1,6 +1,7 @@
 // LmPolicy's optimizer step, measurements and checkpoints (lm_policy.h).
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -207,7 +208,8 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
   stats.loss = loss_sum;
   stats.tokens = total_tokens;
   stats.entropy = total_tokens ? entropy_sum / total_tokens : 0;
-  stats.kl = total_tokens ? kl_sum / total_tokens : 0;
+  stats.kl = config.kl_coef <= 0 ? std::numeric_limits<double>::quiet_NaN()  // no reference pass: not measured
+                                 : (total_tokens ? kl_sum / total_tokens : 0);
   stats.clip_fraction = total_tokens ? clipped / total_tokens : 0;
   return stats;
 }
