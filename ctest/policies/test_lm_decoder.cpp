@@ -186,7 +186,10 @@ TEST(BatchDecoder, FollowsAdapterUpdates) {
     for (TransformerBlock& layer : m.net().layers())
       for (auto& [name, proj] : layer.projections()) proj->b.normal_(0.0, 0.5);
   }
-  expect_like_reference(m, prompt, 1, o, 1e-4);
+  // 1e-3: the decoder's merged copy W + s B A rounds otherwise than the reference's x W + s (x A) B
+  // with this large adapter (1.02e-4 apart once in CI under load, within 1e-4 on an idle machine);
+  // a decoder that missed the update differs in its tokens (below) and by far more.
+  expect_like_reference(m, prompt, 1, o, 1e-3);
   EXPECT_NE(m.generate(prompt, 1, o)[0].tokens, base[0].tokens);
   m.net().set_adapters_on(false);
   EXPECT_EQ(m.generate(prompt, 1, o)[0].tokens, base[0].tokens);

@@ -155,6 +155,8 @@ CompileResult compile(const Candidate& candidate, const CompileOptions& options,
     if (hit) {
       result = std::move(*hit);
       result.cache_hit = true;
+      if (auto* m = std::get_if<CompiledModule>(&result.value); m && !m->cubin.empty())
+        m->kernels = kernel_params(m->cubin);  // not stored: read from the cubin again
       return finish();
     }
   }

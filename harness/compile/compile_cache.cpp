@@ -143,11 +143,6 @@ std::optional<CompileResult> deserialize_compile_result(std::string_view bytes) 
   m.log = r.str();
   m.options = r.strings();
   if (!read_audit(r, m.audit) || !r.at_end()) return std::nullopt;
-  try {
-    if (!m.cubin.empty()) m.kernels = kernel_params(m.cubin);  // not stored: read from the cubin again
-  } catch (const InputError&) {
-    return std::nullopt;  // a cubin no compile made: compile again
-  }
   if (ok) result.value = std::move(m);
   else result.value = CompileError{std::move(error)};
   return result;
