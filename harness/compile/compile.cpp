@@ -131,6 +131,9 @@ CompileResult compile(const Candidate& candidate, const CompileOptions& options,
                    options.time_limit_seconds);
   CompileResult result;
   auto finish = [&]() -> CompileResult& {
+    // The kernels' parameters, compiled now or a cache hit (the cache does not store them).
+    if (auto* m = std::get_if<CompiledModule>(&result.value); m && !m->cubin.empty())
+      m->kernels = kernel_params(m->cubin);
     result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return result;
   };
@@ -155,8 +158,6 @@ CompileResult compile(const Candidate& candidate, const CompileOptions& options,
     if (hit) {
       result = std::move(*hit);
       result.cache_hit = true;
-      if (auto* m = std::get_if<CompiledModule>(&result.value); m && !m->cubin.empty())
-        m->kernels = kernel_params(m->cubin);  // not stored: read from the cubin again
       return finish();
     }
   }
@@ -209,7 +210,6 @@ CompileResult compile(const Candidate& candidate, const CompileOptions& options,
       m.log = result.log;
       m.options = result.options;
       m.audit = audit_precision(candidate.source, canonical.options, m.ptx, m.cubin);
-      if (!m.cubin.empty()) m.kernels = kernel_params(m.cubin);
       break;
     }
   }
