@@ -37,7 +37,7 @@ kbrl_add_test(NAME test_lm_data_parallel LABELS ${_kbrl_dp_label} TIMEOUT 300 TO
 target_compile_definitions(test_lm_data_parallel PRIVATE KBRL_LM_DP_RANK="$<TARGET_FILE:kbrl_lm_dp_rank>")
 add_dependencies(test_lm_data_parallel kbrl_lm_dp_rank)
 # Sampling and training tokens/s of the model in the process, next to llama-server's (bench label).
-kbrl_add_benchmark(NAME bench_lm SOURCES bench_lm.cpp LIBS kbrl::lm kbrl::reference kbrl_testing)
+kbrl_add_benchmark(NAME bench_lm SOURCES bench_lm_sampling.cpp bench_lm_training.cpp bench_lm_models.cpp LIBS kbrl::lm kbrl::reference kbrl_testing)
 if(TARGET bench_lm)
   target_compile_definitions(bench_lm PRIVATE KBRL_LLM_URL_FILE="${KBRL_LLM_STATE_DIR}/url")
   set_tests_properties(bench_lm PROPERTIES FIXTURES_REQUIRED llama_server)

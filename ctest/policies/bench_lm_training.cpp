@@ -1,30 +1,21 @@
-// Throughput of the language model in the process (Google Benchmark; figures printed, never
-// asserted): sampling tokens/s (a batch of completions of one task prompt, KV cache, the prompt
-// computed once) and training tokens/s (one GRPO step with LoRA rank 16 on those completions), next
-// to llama-server's sampling rate on the same machine in the same run (the same prompt tokens,
-// the completions one request after another, as its one slot serves them).
-//   CPU: SmolLM2-135M-Instruct (KBRL_LLM_MODEL or .ci/setup-llm's file) in float32; llama-server from
-//        KBRL_LLM_URL (or the fixture's URL file) serving the same GGUF.
-//   GPU (when libtorch sees one): a randomly initialized Llama-shaped model (12 layers, hidden 768,
-//        bfloat16) with the same batch shapes; and the decoder at the sizes RL samples at
-//        (BM_DecodeGpu): SmolLM2-135M's and Qwen2.5-1.5B's shapes in bfloat16, n completions of
-//        1,024 new tokens after one shared 1,100-token prompt, with CUDA graphs (arg 1) or eager
-//        steps (arg 0): the figures to set beside llama.cpp's CUDA build (`.ci/llamacpp-cuda`).
-// Counters: tokens/s = generated (or trained) completion tokens per second of wall time.
+// Training throughput of the language model in the process (Google Benchmark; figures printed, never
+// asserted): trained completion tokens/s of one GRPO or SFT update with LoRA rank 16.
+//   CPU: SmolLM2-135M-Instruct in float32, one GRPO step on a group of its own samples (fused and
+//        plain operations).
+//   GPU: the update at RL's sizes (BM_UpdateGpu: SmolLM2-135M's shapes, K = 64 completions of 1,024
+//        tokens), Qwen2.5-1.5B's shapes on one GPU (memory) and data-parallel over the host's GPUs.
+// The sampling cases of the same executable, and what the two share, are in bench_lm_sampling.cpp
+// and bench_lm_models.h.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <map>
+#include <filesystem>
 #include <set>
 #include <string>
 
-#include <nlohmann/json.hpp>
-#include <kbrl/http_client.h>
-#include <policies/lm/language_model.h>
 #include <policies/lm/llama_net.h>
-#include <policies/lm/lm_policy.h>
-#include <reference/task_registry.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
 #if TORCH_VERSION_MAJOR >= 2
@@ -33,86 +24,13 @@
 #if __has_include(<cuda_runtime_api.h>)
 #include <cuda_runtime_api.h>
 #endif
-#if KBRL_TORCH_CUDA
-#include <c10/cuda/CUDACachingAllocator.h>
-#endif
-#include <kbrl/splitmix64.h>
 
+#include "bench_lm_models.h"
 #include "data_parallel_testing.h"
-#include "llm_testing.h"
 #include "lm_policy_testing.h"
 
 namespace kbrl::lm {
 namespace {
-
-// The most GPU memory tensors held on device 0 since the last call (the caching allocator's peak of
-// allocated bytes, all pools), in GiB; 0 in a build against a CPU libtorch.
-double gpu_peak_gib() {
-#if KBRL_TORCH_CUDA
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
-  c10::cuda::CUDACachingAllocator::resetPeakStats(0);
-  return static_cast<double>(stats.allocated_bytes[0].peak) / (1u << 30);  // [0]: every pool
-#else
-  return 0;
-#endif
-}
-
-constexpr int kCompletions = 8;
-constexpr int kMaxTokens = 128;
-
-TaskSpec relu() { return task_spec(19, Scale::kernelbench); }
-
-std::unique_ptr<LmPolicy>& cpu_policy() {
-  static std::unique_ptr<LmPolicy> p;
-  if (!p && !testing::llm_model_path().empty()) {
-    LmOptions o = parse_lm_spec("lm:" + testing::llm_model_path() + ",shots=0,system=none");
-    o.max_tokens = kMaxTokens;
-    p = std::make_unique<LmPolicy>(std::move(o));
-  }
-  return p;
-}
-
-std::unique_ptr<LmPolicy>& gpu_policy() {
-  static std::unique_ptr<LmPolicy> p;
-  if (!p && torch::cuda::is_available()) {
-    LmOptions o = parse_lm_spec("lm:random:12x768:1,shots=0,system=none,device=cuda,dtype=bfloat16");
-    o.max_tokens = kMaxTokens;
-    p = std::make_unique<LmPolicy>(std::move(o));
-  }
-  return p;
-}
-
-// One group of K = 64 completions of 1,024 byte tokens of the task prompt, advantages +1 and -1 in
-// turn: the reports' group at RL's sizes, for the update benchmarks.
-/// 64 random completions of 1,024 tokens; with `tasks` > 1, spread over that many tasks' prompts
-/// (the first task ids, 64 / tasks each: an SFT batch drawn over many tasks) instead of ReLU's alone.
-std::vector<TrainItem> group_of_random_completions(uint64_t seed, int tasks = 1) {
-  std::vector<TrainItem> items(64);
-  uint64_t rng = seed;
-  const std::vector<int> ids = task_ids();
-  for (size_t i = 0; i < items.size(); ++i) {
-    items[i].task = tasks <= 1 ? relu() : task_spec(ids.at(i % static_cast<size_t>(tasks)), Scale::kernelbench);
-    for (int t = 0; t < 1024; ++t) items[i].tokens.push_back(static_cast<int>(splitmix64(rng) % 256));
-    items[i].advantages.assign(items[i].tokens.size(), i % 2 ? 1.0 : -1.0);
-  }
-  return items;
-}
-
-void sample_bench(benchmark::State& state, LmPolicy* p, int n) {
-  if (!p) {
-    state.SkipWithError("no model (CPU: .ci/setup-llm's SmolLM2; GPU: none visible)");
-    return;
-  }
-  p->sample(relu(), 1, 1.0, 0);  // warm-up (and the prompt's tokens cached)
-  int64_t tokens = 0;
-  uint64_t seed = 1;
-  for (auto _ : state) {
-    const auto samples = p->sample(relu(), n, 1.0, seed++);
-    for (const Sample& s : samples) tokens += s.token_count();
-  }
-  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
-  state.counters["prompt_tokens"] = static_cast<double>(p->prompt_tokens(relu(), p->options().prompt).size());
-}
 
 void train_bench(benchmark::State& state, LmPolicy* p, bool fused = true) {
   if (!p) {
@@ -133,10 +51,8 @@ void train_bench(benchmark::State& state, LmPolicy* p, bool fused = true) {
   p->model().net().set_fused(true);
 }
 
-void BM_SampleCpu(benchmark::State& state) { sample_bench(state, cpu_policy().get(), static_cast<int>(state.range(0))); }
 // Arg: the fused operations (1, the default) or the plain ones (0).
 void BM_TrainStepCpu(benchmark::State& state) { train_bench(state, cpu_policy().get(), state.range(0) == 1); }
-void BM_SampleGpu(benchmark::State& state) { sample_bench(state, gpu_policy().get(), static_cast<int>(state.range(0))); }
 void BM_TrainStepGpu(benchmark::State& state) { train_bench(state, gpu_policy().get()); }
 
 // Memory of a 1.5B model's GRPO step at the reports' sizes: Qwen2.5-1.5B's shapes (random weights,
@@ -279,54 +195,6 @@ void BM_TrainStepDataParallel(benchmark::State& state) {
   std::filesystem::remove_all(dir);
 }
 
-// The decoder alone on a GPU at RL's sizes: model shape (0 = SmolLM2-135M, 1 = Qwen2.5-1.5B; random
-// weights, bfloat16), n completions, CUDA graphs on (1) or off (0); a 1,100-token prompt, 1,024 new
-// tokens each. The first generate() of a shape (graph capture) is timed apart: `setup_s`.
-// `tokens/s` counts the tokens generated (a completion that draws an end token stops early, rarely
-// with random weights); `steps/s` the decoding steps of the batch.
-void BM_DecodeGpu(benchmark::State& state) {
-  if (!torch::cuda::is_available()) {
-    state.SkipWithError("no GPU visible");
-    return;
-  }
-  const char* shapes[] = {"smollm2-135m", "qwen2.5-1.5b"};
-  const int n = static_cast<int>(state.range(1));
-  const bool graphs = state.range(2) != 0;
-  static std::map<std::string, std::unique_ptr<LmPolicy>> policies;
-  const std::string spec = "lm:random:" + std::string(shapes[state.range(0)]) + ":1,device=cuda,dtype=bfloat16" +
-                           (graphs ? "" : ",graphs=off");
-  std::unique_ptr<LmPolicy>& p = policies[spec];
-  if (!p) {
-    for (auto& [k, other] : policies) other.reset();  // one model on the GPU at a time
-    p = std::make_unique<LmPolicy>(parse_lm_spec(spec));
-  }
-  LanguageModel* m = &p->model();
-  std::vector<int> prompt;
-  uint64_t rng = 5;
-  for (int i = 0; i < 1100; ++i) prompt.push_back(static_cast<int>(splitmix64(rng) % 256));
-  GenerateOptions g;
-  g.max_tokens = 1024;
-  g.temperature = 1.0;
-  const auto t0 = std::chrono::steady_clock::now();
-  m->generate(prompt, n, g);  // the shape's first call: buffers and graphs
-  torch::cuda::synchronize();
-  const double setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  int64_t tokens = 0, steps = 0;
-  for (auto _ : state) {
-    ++g.seed;
-    int64_t longest = 0;
-    for (const Generation& gen : m->generate(prompt, n, g)) {
-      tokens += static_cast<int64_t>(gen.tokens.size());
-      longest = std::max<int64_t>(longest, static_cast<int64_t>(gen.tokens.size()));
-    }
-    steps += longest;
-  }
-  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
-  state.counters["steps/s"] = benchmark::Counter(static_cast<double>(steps), benchmark::Counter::kIsRate);
-  state.counters["setup_s"] = setup;
-  state.counters["graphs"] = static_cast<double>(m->decoder_counters().graphs_captured);
-}
-
 // One update at RL's sizes on a GPU: SmolLM2-135M's shapes (random weights, bfloat16, LoRA rank 16 on
 // every projection, activation checkpointing as the GPU default), one group of K = 64 completions
 // of 1,024 tokens of the task prompt. Args: sft (0 = GRPO's clipped ratio, 1 = SFT's likelihood), fused
@@ -388,79 +256,8 @@ void BM_UpdateGpu(benchmark::State& state) {
 #endif
 }
 
-// Decoding alone: a 16-token prompt, kMaxTokens new tokens per completion, through LanguageModel.
-void BM_DecodeCpu(benchmark::State& state) {
-  LmPolicy* p = cpu_policy().get();
-  if (!p) {
-    state.SkipWithError("no model (.ci/setup-llm's SmolLM2)");
-    return;
-  }
-  const std::vector<int> prompt = p->model().tokenizer().encode("Write a CUDA kernel that adds two arrays.");
-  GenerateOptions g;
-  g.max_tokens = kMaxTokens;
-  int64_t tokens = 0;
-  for (auto _ : state) {
-    for (const Generation& gen : p->model().generate(prompt, static_cast<int>(state.range(0)), g))
-      tokens += static_cast<int64_t>(gen.tokens.size());
-    ++g.seed;
-  }
-  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
-}
-
-// llama-server on the same prompt tokens: one request per completion (its one slot serves them one
-// after another), pure temperature sampling. Arg 1: the task prompt (prompt processing included,
-// as ours); arg 0: the 16-token prompt of BM_DecodeCpu. `server_decode_tokens/s` is the server's
-// own figure for its decoding (timings.predicted_per_second, averaged).
-void BM_LlamaServerSample(benchmark::State& state) {
-  const std::string url = testing::llm_url();
-  LmPolicy* p = cpu_policy().get();
-  if (url.empty() || !p) {
-    state.SkipWithError("no llama-server or no model (.ci/setup-llm; the llama_server fixture gives the URL)");
-    return;
-  }
-  const std::vector<int> prompt = state.range(1) ? p->prompt_tokens(relu(), p->options().prompt)
-                                                 : p->model().tokenizer().encode("Write a CUDA kernel that adds two arrays.");
-  HttpClient http;
-  int64_t tokens = 0, seed = 1, requests = 0;
-  double server_rate = 0;
-  for (auto _ : state) {
-    for (int i = 0; i < static_cast<int>(state.range(0)); ++i) {
-      const nlohmann::json body = {{"prompt", prompt}, {"n_predict", kMaxTokens}, {"temperature", 1.0},
-                                   {"top_k", 0},       {"min_p", 0.0},           {"seed", seed++},
-                                   {"cache_prompt", false}};
-      const HttpResponse r = http.post_json(url + "/completion", body.dump());
-      if (r.status != 200) {
-        state.SkipWithError(("llama-server answered " + std::to_string(r.status)).c_str());
-        return;
-      }
-      const nlohmann::json j = nlohmann::json::parse(r.body);
-      tokens += j.at("tokens_predicted").get<int64_t>();
-      server_rate += j.at("timings").at("predicted_per_second").get<double>();
-      ++requests;
-    }
-  }
-  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
-  state.counters["server_decode_tokens/s"] = requests ? server_rate / static_cast<double>(requests) : 0.0;
-}
-
-BENCHMARK(BM_SampleCpu)->Arg(1)->Arg(kCompletions)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
-BENCHMARK(BM_DecodeCpu)->Arg(1)->Arg(kCompletions)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
-BENCHMARK(BM_LlamaServerSample)->Args({kCompletions, 1})->Args({kCompletions, 0})->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 BENCHMARK(BM_TrainStepCpu)->ArgName("fused")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
-BENCHMARK(BM_SampleGpu)->Arg(1)->Arg(kCompletions)->Arg(64)->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
 BENCHMARK(BM_TrainStepGpu)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
-BENCHMARK(BM_DecodeGpu)
-    ->ArgNames({"shape", "n", "graphs"})
-    ->Args({0, 1, 1})
-    ->Args({0, 8, 1})
-    ->Args({0, 64, 1})
-    ->Args({0, 1, 0})
-    ->Args({0, 64, 0})
-    ->Args({1, 1, 1})
-    ->Args({1, 64, 1})
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(2)
-    ->UseRealTime();
 // tasks: 64 completions of one prompt (a GRPO group) or 2 each of 32 prompts (an SFT batch over
 // many tasks), with passes per prompt (pool 0) or pooled behind the prompts' common prefix (pool 1).
 BENCHMARK(BM_UpdateGpu)
@@ -481,6 +278,7 @@ BENCHMARK(BM_UpdateGpu)
     ->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
 BENCHMARK(BM_TrainStepDataParallel)->ArgName("gpus")->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
 BENCHMARK(BM_TrainStepGpu1p5B)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
+
 
 }  // namespace
 }  // namespace kbrl::lm
