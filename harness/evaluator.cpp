@@ -1,4 +1,5 @@
 #include "evaluator.h"
+#include "evaluator_impl.h"
 
 #include <algorithm>
 #include <atomic>
@@ -11,7 +12,6 @@
 
 #include <harness/compile/compile_cache.h>
 #include <harness/compile/compile_pool.h>
-#include <harness/preflight.h>
 #include <harness/record/keyed_work.h>
 #include <harness/record/rollout_log.h>
 #include <harness/worker/gpu_protocol.h>
@@ -50,13 +50,6 @@ uint64_t random_secret() {
   return (static_cast<uint64_t>(rd()) << 32) ^ rd();
 }
 
-std::vector<std::string> findings_text(const PrecisionAudit& audit) {
-  std::vector<std::string> out;
-  for (const auto& f : audit.findings)
-    out.push_back(fmt::format("{} ({} line {}: {})", to_string(f.category), f.where, f.line, f.evidence));
-  return out;
-}
-
 }  // namespace
 
 double parse_tolerance(std::string_view text) {
@@ -86,33 +79,6 @@ std::atomic<int64_t> harness_errors{0};
 
 int64_t harness_errors_recorded() { return harness_errors.load(); }
 void count_harness_errors(int64_t n) { harness_errors += n; }
-
-struct Evaluator::Impl {
-  std::unique_ptr<CompileCache> cache;
-  std::unique_ptr<CompilePool> pool;
-  CompileOptions compile_options;
-  bool compile_ready = false;
-  std::unique_ptr<Worker> worker;
-  std::optional<DeviceInfo> device;
-  std::optional<DevicePeaks> peaks;
-  uint64_t secret = 0;
-  std::map<int, RuntimeStats> reference;  // by task id, at the settings' scale
-
-  /// Sends one request; a failed call is returned as is (the caller maps it to an outcome).
-  CallResult call(const nlohmann::json& request, double timeout_seconds) {
-    return worker->call(request, std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000)));
-  }
-
-  /// A request the harness needs (info, peaks): any failure is a harness fault.
-  nlohmann::json call_or_throw(const nlohmann::json& request, double timeout_seconds) {
-    CallResult r = call(request, timeout_seconds);
-    if (r.status != CallStatus::ok)
-      throw Error(fmt::format("GPU worker request '{}' failed ({}): {}", request.at("op").get<std::string>(),
-                              to_string(r.status),
-                              r.status == CallStatus::handler_error ? r.reply.dump() : r.detail));
-    return r.reply;
-  }
-};
 
 Evaluator::Evaluator(EvalSettings settings) : settings_(std::move(settings)), impl_(std::make_unique<Impl>()) {
   KBRL_CHECK_INPUT(settings_.trials >= 1, "trials must be at least 1, not {}", settings_.trials);
@@ -294,122 +260,6 @@ std::vector<size_t> Evaluator::evaluate_each(const std::vector<KeyedCandidate>& 
     for (size_t waiter : work.release(candidates[todo[k]].key)) left.push_back(waiter);
   std::sort(left.begin(), left.end());
   return left;
-}
-
-EvalRecord Evaluator::finish(const TaskSpec& spec, const KeyedCandidate& keyed_candidate,
-                             const CompileResult& compiled, const std::string& raw_action,
-                             const std::optional<std::string>& policy, const ActionInfo& action) {
-  const Candidate& candidate = keyed_candidate.candidate;
-  EvalRecord record = new_record(spec, keyed_candidate.key, raw_action, action, policy);
-  record.candidate = candidate;
-  record.compile.ok = compiled.ok();
-  record.compile.log = compiled.log;
-  record.compile.seconds = compiled.seconds;
-  record.compile.cache_hit = compiled.cache_hit;
-  auto done = [&](EvalRecord& r) -> EvalRecord {
-    if (log_) log_->append(r);
-    return r;
-  };
-
-  if (!compiled.ok()) {
-    record.outcome = Outcome::compile_error;
-    record.outcome_detail = compiled.error();
-    record.reward = compute_reward({.task_id = spec.id}, settings_.reward).reward;
-    return done(record);
-  }
-  const CompiledModule& module = compiled.module();
-  const PrecisionAudit& audit = module.audit;
-  record.compile.precision_findings = findings_text(audit);
-  if (const std::optional<std::string> unlaunchable = preflight(candidate, module)) {
-    record.outcome = Outcome::launch_error;
-    record.outcome_detail = *unlaunchable + " (refused before any launch)";
-    record.reward = compute_reward({.task_id = spec.id, .compiled = true}, settings_.reward).reward;
-    return done(record);
-  }
-  if (settings_.compile_only) {
-    record.outcome = Outcome::not_run;
-    record.outcome_detail = fmt::format("compiled for {}; no GPU to run it", settings_.arch);
-    record.reward = compute_reward({.task_id = spec.id, .compiled = true}, settings_.reward).reward;
-    return done(record);
-  }
-  record.device = device().name;
-
-  GpuJob job;
-  job.task_id = spec.id;
-  job.scale = spec.scale;
-  job.candidate = candidate;
-  job.cubin = module.cubin;
-  job.check.trials = settings_.trials;
-  job.check.robust_inputs = settings_.inputs == InputChecks::robust;
-  job.check.atol = settings_.atol;
-  job.check.rtol = settings_.rtol;
-  job.check.secret = impl_->secret;
-  job.timing.stop = stop_config(settings_.mode);
-  job.timing.warmups = warmups_for(impl_->secret, record.key);
-  job.timing.time_reference = true;  // paired with every candidate, never reused from another
-
-  const CallResult call = impl_->call({{"op", "run"}, {"job", job}}, settings_.job_timeout_seconds);
-  GpuJobResult result;
-  switch (call.status) {
-    case CallStatus::ok:
-      result = call.reply.at("result").get<GpuJobResult>();
-      if (result.outcome == Outcome::harness_error) count_harness_errors(1);  // e.g. the GPU out of memory
-      break;
-    case CallStatus::timeout:
-      result.outcome = Outcome::timeout;
-      result.detail = fmt::format("no result within {} s: the worker was killed and will be restarted",
-                                  settings_.job_timeout_seconds);
-      break;
-    case CallStatus::crashed:
-    case CallStatus::protocol_error:
-      result.outcome = Outcome::runtime_error;
-      result.detail = fmt::format("the worker {} while running the candidate: {}", to_string(call.status),
-                                  call.detail);
-      break;
-    case CallStatus::handler_error:  // the worker lives on; the batch goes on
-      result.outcome = Outcome::harness_error;
-      count_harness_errors(1);
-      result.detail = fmt::format("the GPU worker failed on this candidate (a harness fault, not the candidate's; a "
-                                  "rerun evaluates it again): {}",
-                                  call.reply.dump());
-      break;
-  }
-  record.outcome = result.outcome;
-  record.outcome_detail = result.detail;
-  record.trials = result.trials;
-  record.gpu_stage_ms = result.stage_ms;
-  if (!result.reference_ms.empty()) {
-    record.reference = summarize(result.reference_ms);
-    impl_->reference[spec.id] = *record.reference;
-  }
-  if (!result.candidate_ms.empty()) record.runtime = summarize(result.candidate_ms);
-
-  RewardInput input;
-  input.task_id = spec.id;
-  input.compiled = true;
-  input.correct = result.outcome == Outcome::ok && record.runtime.has_value();
-  input.reference_ms = record.reference ? record.reference->median_ms : 0.0;
-  input.candidate_ms = record.runtime ? record.runtime->median_ms : 0.0;
-  input.reduced_precision = audit.reduced_precision();
-  if (input.correct) {
-    const bool tf32 = audit.has(PrecisionCategory::tf32);
-    input.floor_ms = floor_ms(spec.flops, spec.min_bytes, peaks(), tf32);
-  }
-  const RewardResult reward = compute_reward(input, settings_.reward);
-  record.speedup = reward.speedup;
-  record.reward = reward.reward;
-  record.flags = reward.flags;
-  if (reward.accepted && result.candidate_ms.size() >= 2 && result.reference_ms.size() == result.candidate_ms.size())
-    record.speedup_ci = paired_speedup_interval(result.reference_ms, result.candidate_ms);
-  if (reward.impossible) {
-    record.outcome = Outcome::impossible;
-    record.outcome_detail = fmt::format(
-        "median {:.4g} ms is below the speed-of-light floor {:.4g} ms ({:.3g} GFLOP, {:.3g} GB at the "
-        "measured peaks) by more than {:.0f}%",
-        input.candidate_ms, input.floor_ms, spec.flops / 1e9, spec.min_bytes / 1e9,
-        settings_.reward.sol_margin * 100);
-  }
-  return done(record);
 }
 
 }  // namespace kbrl
