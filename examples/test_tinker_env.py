@@ -1,7 +1,7 @@
 """Runs tinker_env.py through tinker-cookbook 0.6.1's own group rollout against a live `kbrl serve`.
 
 Exit 77 (skipped) when KBRL_SERVE_URL is unset or tinker-cookbook cannot be imported (it lives in its
-own virtual environment, made by .ci/setup-serve; ctest/serve/run_tinker_env.sh runs this file with
+own virtual environment, made by .ci/setup-serve; ctest/serve/run_in_venv.sh runs this file with
 its python). A fake sampler (a `TokenCompleter`) answers task 19 (ReLU) with fixed texts whose tokens
 are their UTF-8 bytes - a correct kernel body, one that does not compile, a text with no code, and the
 correct body again cut off by the token limit (stop reason `length`) - scored under kbrl's `composite`

@@ -1,7 +1,7 @@
 """Runs verifiers_env.py through verifiers 0.4's own code against a live `kbrl serve` at $KBRL_SERVE_URL.
 
 Exit 77 (skipped) when KBRL_SERVE_URL is unset or `verifiers.v1` cannot be imported (verifiers 0.4
-lives in its own virtual environment, made by .ci/setup-serve; ctest/serve/run_verifiers_env.sh runs
+lives in its own virtual environment, made by .ci/setup-serve; ctest/serve/run_in_venv.sh runs
 this file with its python). The rollouts of task 19 (ReLU) are fixed texts - a correct kernel body,
 one that does not compile and a text with no code - scored under kbrl's `composite` reward (0.5 for
 compiling, so a compile-only server tells them apart):
