@@ -1,9 +1,15 @@
 #include "bench_lm_models.h"
 
+#include <cstdlib>
+#include <set>
 #include <string>
 
 #include <kbrl/splitmix64.h>
 #include <torch/cuda.h>
+#include <torch/version.h>
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/autograd/profiler_kineto.h>
+#endif
 #if KBRL_TORCH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
@@ -19,6 +25,25 @@ double gpu_peak_gib() {
   return static_cast<double>(stats.allocated_bytes[0].peak) / (1u << 30);  // [0]: every pool
 #else
   return 0;
+#endif
+}
+
+bool profile_if_asked(const std::string& name, const std::function<void()>& work) {
+  const char* dir = std::getenv("KBRL_PROFILE_DIR");
+  if (!dir || !*dir) return false;
+#if TORCH_VERSION_MAJOR >= 2
+  namespace prof = torch::profiler::impl;
+  const std::set<prof::ActivityType> activities{prof::ActivityType::CPU, prof::ActivityType::CUDA};
+  const prof::ProfilerConfig config(prof::ProfilerState::KINETO);
+  torch::autograd::profiler::prepareProfiler(config, activities);
+  torch::autograd::profiler::enableProfiler(config, activities);
+  work();
+  if (torch::cuda::is_available()) torch::cuda::synchronize();
+  torch::autograd::profiler::disableProfiler()->save(std::string(dir) + "/" + name + ".json");
+  return true;
+#else
+  (void)work;
+  return false;
 #endif
 }
 

@@ -2,7 +2,9 @@
 // What bench_lm's sampling and training cases share (bench_lm_sampling.cpp, bench_lm_training.cpp):
 // the models they run, ReLU's task, a group of random completions at RL's sizes, the GPU's peak memory.
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <policies/lm/lm_policy.h>
@@ -32,5 +34,11 @@ std::vector<TrainItem> group_of_random_completions(uint64_t seed, int tasks = 1)
 /// The most GPU memory tensors held on device 0 since the last call (the caching allocator's peak of
 /// allocated bytes, all pools), in GiB; 0 in a build against a CPU libtorch.
 double gpu_peak_gib();
+
+/// When KBRL_PROFILE_DIR is set (and libtorch is 2.x): runs `work` under libtorch's Kineto profiler
+/// (CPU and CUDA activity, kernels inside CUDA graph replays included), waits for the GPU and writes
+/// the trace to KBRL_PROFILE_DIR/NAME.json (chrome://tracing; .ci/gpu sums its kernels). Otherwise
+/// does nothing (`work` does not run). Returns whether it profiled.
+bool profile_if_asked(const std::string& name, const std::function<void()>& work);
 
 }  // namespace kbrl::lm

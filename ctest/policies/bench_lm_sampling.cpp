@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -150,6 +151,16 @@ void BM_DecodeGpu(benchmark::State& state) {
   state.counters["steps/s"] = benchmark::Counter(static_cast<double>(steps), benchmark::Counter::kIsRate);
   state.counters["setup_s"] = setup;
   state.counters["graphs"] = static_cast<double>(m->decoder_counters().graphs_captured);
+  // KBRL_PROFILE_DIR: SmolLM2's shapes with graphs, n = 1 and 64: a generation of 256 new tokens
+  // (its shape's buffers and graph made first), then another profiled (decode_n<N>.json: the
+  // kernels of 256 steps; attention reads fewer own keys than in the timed 1,024).
+  const char* profile_dir = std::getenv("KBRL_PROFILE_DIR");
+  if (profile_dir && *profile_dir && state.range(0) == 0 && graphs && (n == 1 || n == 64)) {
+    g.max_tokens = 256;
+    m->generate(prompt, n, g);
+    ++g.seed;
+    profile_if_asked("decode_n" + std::to_string(n), [&] { m->generate(prompt, n, g); });
+  }
 }
 
 BENCHMARK(BM_SampleCpu)->Arg(1)->Arg(kCompletions)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();

@@ -12,15 +12,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <set>
 #include <string>
 
 #include <policies/lm/llama_net.h>
 #include <torch/cuda.h>
-#include <torch/version.h>
-#if TORCH_VERSION_MAJOR >= 2
-#include <torch/csrc/autograd/profiler_kineto.h>
-#endif
 #if __has_include(<cuda_runtime_api.h>)
 #include <cuda_runtime_api.h>
 #endif
@@ -233,27 +228,12 @@ void BM_UpdateGpu(benchmark::State& state) {
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
   state.counters["prompt_tokens"] = static_cast<double>(p->prompt_tokens(relu(), p->options().prompt).size());
   state.counters["peak_GiB"] = gpu_peak_gib();
-  // KBRL_PROFILE_DIR: one more update of the fused GRPO cases of 32 completions profiled (libtorch's
-  // Kineto profiler, CPU and CUDA activity), its trace written there as
-  // update_sft0_fused1_mb32_ckpt<on|off>.json (chrome://tracing).
-  const char* dir = std::getenv("KBRL_PROFILE_DIR");
-#if TORCH_VERSION_MAJOR >= 2
-  if (dir && *dir && fused && !sft && state.range(2) == 32) {
-    namespace prof = torch::profiler::impl;
-    const std::set<prof::ActivityType> activities{prof::ActivityType::CPU, prof::ActivityType::CUDA};
-    const prof::ProfilerConfig profile(prof::ProfilerState::KINETO);
-    torch::autograd::profiler::prepareProfiler(profile, activities);
-    torch::autograd::profiler::enableProfiler(profile, activities);
-    p->update(items, config);
-    torch::cuda::synchronize();
-    torch::autograd::profiler::disableProfiler()->save(std::string(dir) + "/update_sft" + std::to_string(sft) +
-                                                       "_fused" + std::to_string(fused) + "_mb" +
-                                                       std::to_string(state.range(2)) + "_ckpt" +
-                                                       checkpoint + ".json");
-  }
-#else
-  (void)dir;
-#endif
+  // KBRL_PROFILE_DIR: one more update of the fused GRPO cases of 32 completions profiled, its trace
+  // written there as update_sft0_fused1_mb32_ckpt<on|off>.json.
+  if (fused && !sft && state.range(2) == 32)
+    profile_if_asked("update_sft" + std::to_string(sft) + "_fused" + std::to_string(fused) + "_mb" +
+                         std::to_string(state.range(2)) + "_ckpt" + checkpoint,
+                     [&] { p->update(items, config); });
 }
 
 BENCHMARK(BM_TrainStepCpu)->ArgName("fused")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
