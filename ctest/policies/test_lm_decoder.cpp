@@ -214,6 +214,35 @@ TEST(BatchDecoderGpu, GraphsMatchTheReferenceInFloat32) {
   EXPECT_EQ(m.decoder_counters().eager_steps, 0);
 }
 
+// SmolLM2's vocabulary size (49,152): the device sampler's threads each read a chunk of 48 logits,
+// so its scan over chunks and the walk inside one are what decide the token; greedy, sampled at two
+// temperatures, and top-p (torch operations inside the fused step) against the reference. The
+// output weights are scaled up so that each step's distribution has a few likely tokens: over a flat
+// one, two exact samplers that sum in different orders (float32) part on a sizable share of draws.
+TEST(BatchDecoderGpu, DeviceSamplerMatchesTheReferenceOverALargeVocabulary) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU visible to libtorch";
+  LlamaConfig c = small_config();
+  c.vocab_size = 49152;
+  ModelOptions mo;
+  mo.device = "cuda";
+  ChatTemplate chat;
+  chat.family = ChatFamily::chatml;
+  LanguageModel m(c, byte_tokenizer_data(), chat, 7, mo);
+  {
+    torch::NoGradGuard no_grad;
+    torch::Tensor w = m.net().output_weight();
+    w.mul_(8.0);
+  }
+  const std::vector<int> prompt = prompt_of(33);
+  expect_like_reference(m, prompt, 3, options(0, 40), 1e-3);
+  expect_like_reference(m, prompt, 4, options(1.0, 60, 21), 1e-3);
+  expect_like_reference(m, prompt, 4, options(0.6, 60, 22), 1e-3);
+  GenerateOptions o = options(0.8, 40, 23);
+  o.top_p = 0.9;
+  expect_like_reference(m, prompt, 2, o, 1e-3);
+  EXPECT_EQ(m.decoder_counters().eager_steps, 0);
+}
+
 // Qwen's layout: head size 128, six query heads to a key/value head, q/k/v biases.
 TEST(BatchDecoderGpu, WideHeadsWithBiasesMatchTheReference) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU visible to libtorch";

@@ -41,6 +41,7 @@ struct BatchDecoder::State {
   torch::Tensor step, prompt_length;              // [1] int64
   // The fused step's activations: the residual stream, its norm, q, attention, MLP and products.
   torch::Tensor x, h, qkv, q, attn, proj, gate_up, act;
+  torch::Tensor chosen;  // [n] int64: the tokens just sampled (the fused step's sampler writes them)
   int64_t attention_splits = 1;
   torch::Tensor attention_workspace;  // float32, for attention_splits > 1
 #if KBRL_TORCH_CUDA
@@ -108,6 +109,7 @@ BatchDecoder::State& BatchDecoder::state_for(int n, int64_t prompt_length, int m
     s->proj = torch::zeros({n, c.hidden}, dt);
     s->gate_up = torch::zeros({n, 2 * c.intermediate}, dt);
     s->act = torch::zeros({n, c.intermediate}, dt);
+    s->chosen = torch::zeros({n}, i64);
 #if KBRL_TORCH_CUDA
     const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
     s->attention_splits = kernels::attention_splits(n, KV, capacity + max_tokens, sms);
@@ -201,7 +203,7 @@ void BatchDecoder::step(State& s, int64_t window, bool exact) {
 // The same step in 9 kernels a layer: 4 matrix products and 5 of decoder_kernels.cu (the residual
 // add fused with the next norm; bias, rotary embedding and the cache write in one; attention over
 // the prompt and the own positions in one, reading the step from the device, so one graph serves
-// every step).
+// every step), and the sampler as one kernel (top-p below 1: torch operations).
 void BatchDecoder::step_fused(State& s) {
   const LlamaConfig& c = net_.config();
   const DecoderWeights& w = *weights_;
@@ -209,10 +211,16 @@ void BatchDecoder::step_fused(State& s) {
   const bool bf16 = net_.dtype() == torch::kBFloat16;
   const float eps = static_cast<float>(c.rms_eps);
   void* stream = at::cuda::getCurrentCUDAStream().stream();
-  const torch::Tensor chosen = sample(s);
-  torch::index_select_out(s.x, w.embedding, 0, chosen.view({n}));
   const int64_t* prompt_length = s.prompt_length.data_ptr<int64_t>();
   const int64_t* step = s.step.data_ptr<int64_t>();
+  if (s.top_p < 1) {  // nucleus sampling sorts the vocabulary: torch operations
+    s.chosen.copy_(sample(s).view({n}));
+  } else {
+    kernels::sample_tokens(s.logits.data_ptr<float>(), n, c.vocab_size, static_cast<float>(s.temperature), s.greedy,
+                           s.uniforms.data_ptr<float>(), step, s.max_tokens, s.chosen.data_ptr<int64_t>(),
+                           s.tokens.data_ptr<int64_t>(), s.logprobs.data_ptr<float>(), stream);
+  }
+  torch::index_select_out(s.x, w.embedding, 0, s.chosen);
   kernels::add_rmsnorm(s.x.data_ptr(), nullptr, w.layers[0].attn_norm.data_ptr<float>(), s.h.data_ptr(), n, c.hidden,
                        eps, bf16, stream);
   for (size_t l = 0; l < w.layers.size(); ++l) {

@@ -96,17 +96,53 @@ __global__ void rope_qkv_kernel(const T* qkv, const T* bias, const float* cos, c
   }
 }
 
-// ---- attention: block (sequence, kv head), 8 warps; a key is read by D/8 lanes (8 elements each) ----
+// ---- attention: block (sequence, kv head, split), 8 warps; a key is read by D/8 lanes (8 elements each) ----
 
 constexpr int kWarps = 8;
 
-template <class T, int D, int GMAX>
+// Eight consecutive elements as loaded (kept packed until used, so that several keys' loads are in
+// flight at once without holding them as floats).
+template <class T>
+struct Raw8;
+template <>
+struct Raw8<__nv_bfloat16> {
+  uint4 u;
+  __device__ __forceinline__ void load(const __nv_bfloat16* p) { u = *reinterpret_cast<const uint4*>(p); }
+  __device__ __forceinline__ void zero() { u = make_uint4(0, 0, 0, 0); }
+  __device__ __forceinline__ void unpack(float (&v)[8]) const {
+    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float2 f = __bfloat1622float2(h[k]);
+      v[2 * k] = f.x;
+      v[2 * k + 1] = f.y;
+    }
+  }
+};
+template <>
+struct Raw8<float> {
+  float4 a, b;
+  __device__ __forceinline__ void load(const float* p) {
+    a = *reinterpret_cast<const float4*>(p);
+    b = *reinterpret_cast<const float4*>(p + 4);
+  }
+  __device__ __forceinline__ void zero() { a = b = make_float4(0, 0, 0, 0); }
+  __device__ __forceinline__ void unpack(float (&v)[8]) const {
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+  }
+};
+
+// G query heads share a key/value head. Each lane group reads kUnroll keys per iteration (their loads
+// in flight together), scores them for every head, and folds them into the running softmax under one
+// common maximum.
+template <class T, int D, int G>
 __global__ void __launch_bounds__(kWarps * 32)
     attention_kernel(const T* q, const T* prompt_k, const T* prompt_v, const T* own_k, const T* own_v,
-                     const int64_t* prompt_length, const int64_t* step, T* out, float* partial, int n, int G,
+                     const int64_t* prompt_length, const int64_t* step, T* out, float* partial, int n,
                      int prompt_capacity, int max_tokens, float root_d) {
   constexpr int kLanes = D / 8;         // lanes per key
   constexpr int kPerWarp = 32 / kLanes;  // keys a warp reads at once
+  constexpr int kUnroll = sizeof(T) == 2 && G <= 4 ? 4 : 2;
   const int i = blockIdx.x, kv = blockIdx.y, kv_heads = gridDim.y, split = blockIdx.z, splits = gridDim.z;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int sub = lane / kLanes, e0 = (lane % kLanes) * 8;
@@ -119,49 +155,71 @@ __global__ void __launch_bounds__(kWarps * 32)
   const T* ok = own_k + (static_cast<int64_t>(kv) * n + i) * max_tokens * D;
   const T* ov = own_v + (static_cast<int64_t>(kv) * n + i) * max_tokens * D;
 
-  float qv[GMAX][8], acc[GMAX][8], m[GMAX], l[GMAX];
+  float qv[G][8], acc[G][8], m[G], l[G];
 #pragma unroll
-  for (int g = 0; g < GMAX; ++g) {
+  for (int g = 0; g < G; ++g) {
     m[g] = -1e30f;  // finite: exp(m - m') stays 0, never NaN
     l[g] = 0.0f;
 #pragma unroll
-    for (int e = 0; e < 8; ++e) acc[g][e] = 0.0f, qv[g][e] = 0.0f;
-    if (g < G) load8(q + ((static_cast<int64_t>(kv) * n + i) * G + g) * D + e0, qv[g]);
+    for (int e = 0; e < 8; ++e) acc[g][e] = 0.0f;
+    load8(q + ((static_cast<int64_t>(kv) * n + i) * G + g) * D + e0, qv[g]);
   }
-  for (int base = first + warp * kPerWarp; base < total; base += kWarps * kPerWarp) {
-    const int j = base + sub;
-    const bool valid = j < total;
-    float k8[8], v8[8];
-    if (valid) {
-      const T* kp = j < P ? pk + static_cast<int64_t>(j) * D : ok + static_cast<int64_t>(j - P) * D;
-      const T* vp = j < P ? pv + static_cast<int64_t>(j) * D : ov + static_cast<int64_t>(j - P) * D;
-      load8(kp + e0, k8);
-      load8(vp + e0, v8);
-    } else {
+  for (int base = first + warp * kPerWarp * kUnroll; base < total; base += kWarps * kPerWarp * kUnroll) {
+    Raw8<T> kr[kUnroll], vr[kUnroll];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) k8[e] = 0.0f, v8[e] = 0.0f;
+    for (int u = 0; u < kUnroll; ++u) {
+      const int j = base + u * kPerWarp + sub;
+      if (j < total) {
+        kr[u].load((j < P ? pk + static_cast<int64_t>(j) * D : ok + static_cast<int64_t>(j - P) * D) + e0);
+        vr[u].load((j < P ? pv + static_cast<int64_t>(j) * D : ov + static_cast<int64_t>(j - P) * D) + e0);
+      } else {
+        kr[u].zero();
+        vr[u].zero();
+      }
+    }
+    float score[kUnroll][G];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      float k8[8];
+      kr[u].unpack(k8);
+      const bool valid = base + u * kPerWarp + sub < total;
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        float part = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) part += qv[g][e] * k8[e];
+#pragma unroll
+        for (int off = kLanes / 2; off > 0; off /= 2) part += __shfl_xor_sync(0xffffffffu, part, off);
+        score[u][g] = valid ? round_to<T>(part) / root_d : -INFINITY;
+      }
     }
 #pragma unroll
-    for (int g = 0; g < GMAX; ++g) {
-      if (g >= G) continue;
-      float part = 0.0f;
+    for (int g = 0; g < G; ++g) {
+      float mn = m[g];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) part += qv[g][e] * k8[e];
+      for (int u = 0; u < kUnroll; ++u) mn = fmaxf(mn, score[u][g]);
+      const float corr = expf(m[g] - mn);
+      l[g] *= corr;
 #pragma unroll
-      for (int off = kLanes / 2; off > 0; off /= 2) part += __shfl_xor_sync(0xffffffffu, part, off);
-      if (!valid) continue;
-      const float score = round_to<T>(part) / root_d;
-      const float mn = fmaxf(m[g], score), corr = expf(m[g] - mn), p = expf(score - mn);
-      l[g] = l[g] * corr + p;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) acc[g][e] = acc[g][e] * corr + p * v8[e];
+      for (int e = 0; e < 8; ++e) acc[g][e] *= corr;
       m[g] = mn;
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      float v8[8];
+      vr[u].unpack(v8);
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        const float p = expf(score[u][g] - m[g]);  // 0 for a key past the end
+        l[g] += p;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[g][e] += p * v8[e];
+      }
     }
   }
   // The warp's key groups merged (lanes holding the same elements), then the warps through shared memory.
 #pragma unroll
-  for (int g = 0; g < GMAX; ++g) {
-    if (g >= G) continue;
+  for (int g = 0; g < G; ++g) {
     for (int off = kLanes; off < 32; off *= 2) {
       const float mo = __shfl_xor_sync(0xffffffffu, m[g], off), lo = __shfl_xor_sync(0xffffffffu, l[g], off);
       const float mn = fmaxf(m[g], mo), a = expf(m[g] - mn), b = expf(mo - mn);
@@ -171,11 +229,10 @@ __global__ void __launch_bounds__(kWarps * 32)
       m[g] = mn;
     }
   }
-  __shared__ float merged[kWarps][GMAX][2 + D];
+  __shared__ float merged[kWarps][G][2 + D];
   if (lane < kLanes) {
 #pragma unroll
-    for (int g = 0; g < GMAX; ++g) {
-      if (g >= G) continue;
+    for (int g = 0; g < G; ++g) {
       merged[warp][g][0] = m[g];
       merged[warp][g][1] = l[g];
 #pragma unroll
@@ -204,23 +261,42 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
-// The shares of attention_kernel merged: block (sequence, kv head), thread (g, d).
+constexpr int kMaxSplits = 64;  // attention_splits' upper bound
+constexpr int kMaxGroup = 8;
+
+// The shares of attention_kernel merged: block (sequence, kv head). Warp g weighs head g's shares
+// (each share's weight exp(m_s - max) / sum, its lanes over the shares), then every thread (g, d)
+// sums the shares' values under those weights.
 template <class T>
 __global__ void merge_kernel(const float* partial, T* out, int G, int D, int splits) {
   const int i = blockIdx.x, kv = blockIdx.y, kv_heads = gridDim.y;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t stride = static_cast<int64_t>(G) * (D + 2);  // between one share and the next
+  const float* base = partial + static_cast<int64_t>(i * kv_heads + kv) * splits * stride;
+  __shared__ float weight[kMaxSplits][kMaxGroup];
+  if (warp < G) {
+    const int g = warp;
+    float ms[2], ls[2];
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int s = lane + 32 * k;
+      ms[k] = s < splits ? base[s * stride + g * (D + 2)] : -1e30f;
+      ls[k] = s < splits ? base[s * stride + g * (D + 2) + 1] : 0.0f;
+    }
+    const float mx = warp_reduce(fmaxf(ms[0], ms[1]), Max{});
+    const float f0 = expf(ms[0] - mx), f1 = expf(ms[1] - mx);
+    const float sum = warp_sum(ls[0] * f0 + ls[1] * f1);
+    if (lane < splits) weight[lane][g] = f0 / sum;
+    if (lane + 32 < splits) weight[lane + 32][g] = f1 / sum;
+  }
+  __syncthreads();
   for (int idx = threadIdx.x; idx < G * D; idx += blockDim.x) {
     const int g = idx / D, d = idx % D;
-    const float* base = partial + ((static_cast<int64_t>(i) * kv_heads + kv) * splits * G + g) * (D + 2);
-    const int64_t stride = static_cast<int64_t>(G) * (D + 2);
-    float mx = -1e30f;
-    for (int s = 0; s < splits; ++s) mx = fmaxf(mx, base[s * stride]);
-    float sum = 0.0f, value = 0.0f;
-    for (int s = 0; s < splits; ++s) {
-      const float f = expf(base[s * stride] - mx);
-      sum += base[s * stride + 1] * f;
-      value += base[s * stride + 2 + d] * f;
-    }
-    out[static_cast<int64_t>(i) * kv_heads * G * D + (static_cast<int64_t>(kv) * G + g) * D + d] = from_f<T>(value / sum);
+    const float* v = base + g * (D + 2) + 2 + d;
+    float value = 0.0f;
+#pragma unroll 8
+    for (int s = 0; s < splits; ++s) value += weight[s][g] * v[s * stride];
+    out[static_cast<int64_t>(i) * kv_heads * G * D + (static_cast<int64_t>(kv) * G + g) * D + d] = from_f<T>(value);
   }
 }
 
@@ -235,6 +311,95 @@ __global__ void silu_mul_kernel(const T* gu, T* out, int64_t n, int64_t inter) {
   out[idx] = from_f<T>(round_to<T>(g / (1.0f + expf(-g))) * u);
 }
 
+// ---- sampling: a block per row; thread t reads a contiguous chunk of the vocabulary ----
+
+constexpr int kSampleThreads = 1024;
+
+// Block-wide exclusive prefix sums of one value per thread (blockDim.x == kSampleThreads, 32 warps):
+// `before` gets the sum over the threads before this one, `next` the following thread's `before`
+// (the block's total for the last thread). Nondecreasing in the thread for values >= 0, so the
+// intervals [before, next) partition [0, total). `offsets`: 33 floats of shared memory.
+__device__ __forceinline__ void exclusive_scan(float v, float* offsets, float& before, float& next) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float inclusive = v;
+#pragma unroll
+  for (int off = 1; off < 32; off *= 2) {
+    const float up = __shfl_up_sync(0xffffffffu, inclusive, off);
+    if (lane >= off) inclusive += up;
+  }
+  float exclusive = __shfl_up_sync(0xffffffffu, inclusive, 1);
+  if (lane == 0) exclusive = 0.0f;
+  if (lane == 31) offsets[warp] = inclusive;  // the warp's total
+  __syncthreads();
+  if (warp == 0) {
+    const float mine = offsets[lane];
+    float running = mine;
+#pragma unroll
+    for (int off = 1; off < 32; off *= 2) {
+      const float up = __shfl_up_sync(0xffffffffu, running, off);
+      if (lane >= off) running += up;
+    }
+    __syncwarp();
+    offsets[lane + 1] = running;  // the warps up to lane's, inclusive
+    if (lane == 0) offsets[0] = 0.0f;
+  }
+  __syncthreads();
+  before = offsets[warp] + exclusive;
+  const float after_lane = __shfl_down_sync(0xffffffffu, before, 1);
+  next = lane == 31 ? offsets[warp + 1] : after_lane;
+}
+
+// Row `blockIdx.x` of logits [n, vocab]: the greedy token (the first index of the maximum) or the
+// inverse CDF's token at u = uniforms[step * n + row] over exp(logit / temperature - max).
+__global__ void __launch_bounds__(kSampleThreads)
+    sample_kernel(const float* logits, int vocab, float temperature, bool greedy, const float* uniforms,
+                  const int64_t* step, int max_tokens, int64_t* chosen, int64_t* tokens, float* logprobs) {
+  const int row = blockIdx.x, n = gridDim.x, t = threadIdx.x;
+  const float* x = logits + static_cast<int64_t>(row) * vocab;
+  const int chunk = (vocab + kSampleThreads - 1) / kSampleThreads;
+  const int lo = min(vocab, t * chunk), hi = min(vocab, lo + chunk);
+  __shared__ float scratch[33];
+  __shared__ int pick;
+  if (t == 0) pick = vocab;
+  float local_max = -INFINITY;
+  int arg = vocab;
+  for (int j = lo; j < hi; ++j) {
+    const float v = x[j] / temperature;
+    if (v > local_max) local_max = v, arg = j;
+  }
+  const float mx = block_max(local_max, scratch);
+  float mass = 0.0f;
+  for (int j = lo; j < hi; ++j) mass += expf(x[j] / temperature - mx);
+  float before = 0.0f, next = 0.0f;
+  exclusive_scan(mass, scratch, before, next);
+  const float total = scratch[32];
+  const int s = static_cast<int>(*step);
+  if (greedy) {
+    if (local_max == mx) atomicMin(&pick, arg);
+  } else {
+    const float target = uniforms[static_cast<int64_t>(s) * n + row] * total;
+    if (before <= target && (t + 1 == kSampleThreads || target < next)) {  // the crossing is in this chunk
+      float running = before;
+      int c = max(lo, hi - 1);
+      for (int j = lo; j < hi; ++j) {
+        running += expf(x[j] / temperature - mx);
+        if (running > target) {
+          c = j;
+          break;
+        }
+      }
+      atomicMin(&pick, c);
+    }
+  }
+  __syncthreads();
+  if (t == 0) {
+    const int c = pick < vocab ? pick : vocab - 1;  // none crossed (rounding): the last token, as the torch sampler clamps
+    chosen[row] = c;
+    tokens[static_cast<int64_t>(row) * max_tokens + s] = c;
+    logprobs[static_cast<int64_t>(row) * max_tokens + s] = x[c] / temperature - (mx + logf(total));
+  }
+}
+
 struct AttentionArgs {
   const void *q, *pk, *pv, *ok, *ov;
   const int64_t *plen, *step;
@@ -244,27 +409,31 @@ struct AttentionArgs {
   cudaStream_t stream;
 };
 
-template <class T, int D, int GMAX>
+template <class T, int D, int G>
 void launch_attention(const AttentionArgs& a) {
   const dim3 grid(static_cast<unsigned>(a.n), static_cast<unsigned>(a.kv_heads), static_cast<unsigned>(a.splits));
-  attention_kernel<T, D, GMAX><<<grid, kWarps * 32, 0, a.stream>>>(
+  attention_kernel<T, D, G><<<grid, kWarps * 32, 0, a.stream>>>(
       static_cast<const T*>(a.q), static_cast<const T*>(a.pk), static_cast<const T*>(a.pv),
       static_cast<const T*>(a.ok), static_cast<const T*>(a.ov), a.plen, a.step, static_cast<T*>(a.out), a.partial,
-      static_cast<int>(a.n), static_cast<int>(a.group), static_cast<int>(a.prompt_capacity),
-      static_cast<int>(a.max_tokens), sqrtf(static_cast<float>(D)));
+      static_cast<int>(a.n), static_cast<int>(a.prompt_capacity), static_cast<int>(a.max_tokens),
+      sqrtf(static_cast<float>(D)));
   if (a.splits > 1)
     merge_kernel<T><<<dim3(static_cast<unsigned>(a.n), static_cast<unsigned>(a.kv_heads)), 256, 0, a.stream>>>(
-        a.partial, static_cast<T*>(a.out), static_cast<int>(a.group), D, static_cast<int>(a.splits));
+        a.partial, static_cast<T*>(a.out), G, D, static_cast<int>(a.splits));
 }
 
 template <class T, int D>
 void attention_for_group(const AttentionArgs& a) {
-  if (a.group <= 2)
-    launch_attention<T, D, 2>(a);
-  else if (a.group <= 4)
-    launch_attention<T, D, 4>(a);
-  else
-    launch_attention<T, D, 8>(a);
+  switch (a.group) {
+    case 1: return launch_attention<T, D, 1>(a);
+    case 2: return launch_attention<T, D, 2>(a);
+    case 3: return launch_attention<T, D, 3>(a);
+    case 4: return launch_attention<T, D, 4>(a);
+    case 5: return launch_attention<T, D, 5>(a);
+    case 6: return launch_attention<T, D, 6>(a);
+    case 7: return launch_attention<T, D, 7>(a);
+    default: return launch_attention<T, D, 8>(a);
+  }
 }
 
 }  // namespace
@@ -308,7 +477,7 @@ void rope_qkv(const void* qkv, const void* bias, const float* cos, const float* 
 
 int64_t attention_splits(int64_t n, int64_t kv_heads, int64_t max_keys, int multiprocessors) {
   const int64_t blocks = n * kv_heads, want = (2 * multiprocessors + blocks - 1) / blocks;
-  return std::max<int64_t>(1, std::min<int64_t>({want, 64, max_keys / 32}));
+  return std::max<int64_t>(1, std::min<int64_t>({want, kMaxSplits, max_keys / 32}));
 }
 
 int64_t attention_workspace_floats(int64_t n, int64_t kv_heads, int64_t group, int64_t head_dim, int64_t splits) {
@@ -350,6 +519,15 @@ void silu_mul(const void* gu, void* out, int64_t n, int64_t intermediate, bool b
     silu_mul_kernel<float><<<blocks, 256, 0, s>>>(static_cast<const float*>(gu), static_cast<float*>(out), n,
                                                   intermediate);
   check_launch("silu_mul");
+}
+
+void sample_tokens(const float* logits, int64_t n, int64_t vocab, float temperature, bool greedy,
+                   const float* uniforms, const int64_t* step, int64_t max_tokens, int64_t* chosen, int64_t* tokens,
+                   float* logprobs, void* stream) {
+  sample_kernel<<<static_cast<unsigned>(n), kSampleThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      logits, static_cast<int>(vocab), temperature, greedy, uniforms, step, static_cast<int>(max_tokens), chosen,
+      tokens, logprobs);
+  check_launch("sample_tokens");
 }
 
 }  // namespace kbrl::lm::kernels

@@ -41,4 +41,15 @@ void attention(const void* q, const void* prompt_k, const void* prompt_v, const 
 /// out [n, I] = silu(gu[:, :I]) * gu[:, I:] (gu [n, 2I]), each product rounded as torch rounds it.
 void silu_mul(const void* gu, void* out, int64_t n, int64_t intermediate, bool bf16, void* stream);
 
+/// The next token of each row of logits [n, vocab] (float32) at `temperature`: when greedy the row's
+/// maximum (its first index), else the inverse CDF at u = uniforms[step * n + row] of the row's
+/// softmax (the first token whose running sum of exp(logit / temperature - max) exceeds u times the
+/// row's total; the last token if rounding leaves none). Writes it to chosen[row] and
+/// tokens[row, step], its log-prob logit / temperature - logsumexp to logprobs[row, step]
+/// (tokens, logprobs: [n, max_tokens]). The torch-ops sampler's draws from the same uniforms, up to
+/// the order of float32 sums.
+void sample_tokens(const float* logits, int64_t n, int64_t vocab, float temperature, bool greedy,
+                   const float* uniforms, const int64_t* step, int64_t max_tokens, int64_t* chosen, int64_t* tokens,
+                   float* logprobs, void* stream);
+
 }  // namespace kbrl::lm::kernels
