@@ -106,7 +106,8 @@ void BM_LlamaServerSample(benchmark::State& state) {
 }
 
 // The decoder alone on a GPU at RL's sizes: model shape (0 = SmolLM2-135M, 1 = Qwen2.5-1.5B; random
-// weights, bfloat16), n completions, CUDA graphs on (1) or off (0); a 1,100-token prompt, 1,024 new
+// weights, bfloat16), n completions, CUDA graphs on (1) or off (0), matvec_rows (-1: the default; 0:
+// matrix products at every n; 8: matvec kernels up to 8 rows); a 1,100-token prompt, 1,024 new
 // tokens each. The first generate() of a shape (graph capture) is timed apart: `setup_s`.
 // `tokens/s` counts the tokens generated (a completion that draws an end token stops early, rarely
 // with random weights); `steps/s` the decoding steps of the batch.
@@ -120,7 +121,8 @@ void BM_DecodeGpu(benchmark::State& state) {
   const bool graphs = state.range(2) != 0;
   static std::map<std::string, std::unique_ptr<LmPolicy>> policies;
   const std::string spec = "lm:random:" + std::string(shapes[state.range(0)]) + ":1,device=cuda,dtype=bfloat16" +
-                           (graphs ? "" : ",graphs=off");
+                           (graphs ? "" : ",graphs=off") +
+                           (state.range(3) >= 0 ? ",matvec_rows=" + std::to_string(state.range(3)) : "");
   std::unique_ptr<LmPolicy>& p = policies[spec];
   if (!p) {
     for (auto& [k, other] : policies) other.reset();  // one model on the GPU at a time
@@ -168,14 +170,23 @@ BENCHMARK(BM_DecodeCpu)->Arg(1)->Arg(kCompletions)->Unit(benchmark::kMillisecond
 BENCHMARK(BM_LlamaServerSample)->Args({kCompletions, 1})->Args({kCompletions, 0})->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 BENCHMARK(BM_SampleGpu)->Arg(1)->Arg(kCompletions)->Arg(64)->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
 BENCHMARK(BM_DecodeGpu)
-    ->ArgNames({"shape", "n", "graphs"})
-    ->Args({0, 1, 1})
-    ->Args({0, 8, 1})
-    ->Args({0, 64, 1})
-    ->Args({0, 1, 0})
-    ->Args({0, 64, 0})
-    ->Args({1, 1, 1})
-    ->Args({1, 64, 1})
+    ->ArgNames({"shape", "n", "graphs", "matvec_rows"})
+    ->Args({0, 1, 1, -1})
+    ->Args({0, 8, 1, -1})
+    ->Args({0, 64, 1, -1})
+    ->Args({0, 1, 0, -1})
+    ->Args({0, 64, 0, -1})
+    ->Args({1, 1, 1, -1})
+    ->Args({1, 64, 1, -1})
+    ->Args({0, 1, 1, 0})  // where matvec pays: each n with matrix products and with matvec kernels
+    ->Args({0, 2, 1, 0})
+    ->Args({0, 2, 1, 8})
+    ->Args({0, 4, 1, 0})
+    ->Args({0, 4, 1, 8})
+    ->Args({0, 6, 1, 0})
+    ->Args({0, 6, 1, 8})
+    ->Args({0, 8, 1, 0})
+    ->Args({0, 8, 1, 8})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(2)
     ->UseRealTime();

@@ -200,7 +200,8 @@ TEST(BatchDecoder, FollowsAdapterUpdates) {
 
 bool have_gpu() { return torch::cuda::is_available(); }
 
-// Three windows of 128 own positions (three graphs), a prompt whose capacity is rounded up.
+// 300 new tokens after a prompt whose capacity is rounded up; small batches (projections as the
+// matvec kernels) and one of 12 (matrix products).
 TEST(BatchDecoderGpu, GraphsMatchTheReferenceInFloat32) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU visible to libtorch";
   LanguageModel m = small_model("cuda", "float32");
@@ -209,6 +210,7 @@ TEST(BatchDecoderGpu, GraphsMatchTheReferenceInFloat32) {
   o.temperature = 0.9;
   o.seed = 3;
   expect_like_reference(m, prompt_of(70), 3, o, 1e-3);
+  expect_like_reference(m, prompt_of(70), 12, options(0.9, 80, 4), 1e-3);
   EXPECT_GT(m.decoder_counters().graphs_captured, 0);
   EXPECT_GT(m.decoder_counters().graph_replays, 0);
   EXPECT_EQ(m.decoder_counters().eager_steps, 0);
@@ -266,32 +268,35 @@ TEST(BatchDecoderGpu, WideHeadsWithBiasesMatchTheReference) {
   expect_like_reference(m, prompt_of(45), 3, o, 1e-3);
 }
 
+// A batch of 4 (projections as the matvec kernels, matvec_rows' default) and one of 16 (matrix products).
 TEST(BatchDecoderGpu, GraphsAndEagerStepsAgreeInBfloat16) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU visible to libtorch";
   LanguageModel graphs = small_model("cuda", "bfloat16", true), eager = small_model("cuda", "bfloat16", false);
   GenerateOptions o = options(1.0, 200, 8);
   const std::vector<int> prompt = prompt_of(90);
-  const auto a = graphs.generate(prompt, 8, o);
-  const auto b = eager.generate(prompt, 8, o);
-  EXPECT_EQ(eager.decoder_counters().graphs_captured, 0);
-  // Each completion's log-probs against the model's own scoring of the tokens it chose (a
-  // different order of bfloat16 roundings): close on average, and not one token far off.
-  for (const auto* gens : {&a, &b}) {
-    std::vector<std::vector<int>> tokens;
-    for (const Generation& g : *gens) tokens.push_back(g.tokens);
-    const auto scored = graphs.score(prompt, tokens, 1.0);
-    double total = 0, worst = 0;
-    int64_t count = 0;
-    for (size_t i = 0; i < gens->size(); ++i)
-      for (size_t j = 0; j < tokens[i].size(); ++j) {
-        const double d = std::fabs(scored[i][j] - (*gens)[i].logprobs[j]);
-        total += d;
-        worst = std::max(worst, d);
-        ++count;
-      }
-    EXPECT_LT(total / static_cast<double>(count), 0.02);
-    EXPECT_LT(worst, 0.25);
+  for (int n : {4, 16}) {
+    const auto a = graphs.generate(prompt, n, o);
+    const auto b = eager.generate(prompt, n, o);
+    // Each completion's log-probs against the model's own scoring of the tokens it chose (a
+    // different order of bfloat16 roundings): close on average, and not one token far off.
+    for (const auto* gens : {&a, &b}) {
+      std::vector<std::vector<int>> tokens;
+      for (const Generation& g : *gens) tokens.push_back(g.tokens);
+      const auto scored = graphs.score(prompt, tokens, 1.0);
+      double total = 0, worst = 0;
+      int64_t count = 0;
+      for (size_t i = 0; i < gens->size(); ++i)
+        for (size_t j = 0; j < tokens[i].size(); ++j) {
+          const double d = std::fabs(scored[i][j] - (*gens)[i].logprobs[j]);
+          total += d;
+          worst = std::max(worst, d);
+          ++count;
+        }
+      EXPECT_LT(total / static_cast<double>(count), 0.02) << "n = " << n;
+      EXPECT_LT(worst, 0.25) << "n = " << n;
+    }
   }
+  EXPECT_EQ(eager.decoder_counters().graphs_captured, 0);
 }
 
 }  // namespace

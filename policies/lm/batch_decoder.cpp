@@ -44,6 +44,9 @@ struct BatchDecoder::State {
   torch::Tensor chosen;  // [n] int64: the tokens just sampled (the fused step's sampler writes them)
   int64_t attention_splits = 1;
   torch::Tensor attention_workspace;  // float32, for attention_splits > 1
+  torch::Tensor attention_arrived;    // int32 [n * KV]: the blocks of a sequence done (zero between steps)
+  bool matvec = false;                // a small batch: projections as decoder_kernels' matvec
+  int max_blocks = 0;                 // matvec's grid cap (a few blocks per SM)
 #if KBRL_TORCH_CUDA
   std::vector<std::unique_ptr<at::cuda::CUDAGraph>> graphs;  // graph w: steps [w kWindow, (w + 1) kWindow)
 #endif
@@ -55,8 +58,11 @@ struct BatchDecoder::State {
   }
 };
 
-BatchDecoder::BatchDecoder(LlamaNet& net, bool cuda_graphs)
-    : net_(net), cuda_graphs_(cuda_graphs && net.device().is_cuda()), weights_(std::make_unique<DecoderWeights>()) {
+BatchDecoder::BatchDecoder(LlamaNet& net, bool cuda_graphs, int matvec_rows)
+    : net_(net),
+      cuda_graphs_(cuda_graphs && net.device().is_cuda()),
+      matvec_rows_(matvec_rows),
+      weights_(std::make_unique<DecoderWeights>()) {
 #if KBRL_TORCH_CUDA
   const LlamaConfig& c = net.config();
   fused_ = net.device().is_cuda() && (net.dtype() == torch::kBFloat16 || net.dtype() == torch::kFloat32) &&
@@ -115,6 +121,10 @@ BatchDecoder::State& BatchDecoder::state_for(int n, int64_t prompt_length, int m
     s->attention_splits = kernels::attention_splits(n, KV, capacity + max_tokens, sms);
     s->attention_workspace = torch::zeros(
         {std::max<int64_t>(1, kernels::attention_workspace_floats(n, KV, H / KV, D, s->attention_splits))}, f32);
+    s->attention_arrived = torch::zeros({n * KV}, dt.dtype(torch::kInt32));
+    s->matvec = n <= matvec_rows_ && kernels::matvec_supported(n, c.hidden) &&
+                kernels::matvec_supported(n, H * D) && kernels::matvec_supported(n, c.intermediate);
+    s->max_blocks = 4 * sms;
 #endif
   }
   states_.push_front(std::move(s));
@@ -203,11 +213,13 @@ void BatchDecoder::step(State& s, int64_t window, bool exact) {
 // The same step in 9 kernels a layer: 4 matrix products and 5 of decoder_kernels.cu (the residual
 // add fused with the next norm; bias, rotary embedding and the cache write in one; attention over
 // the prompt and the own positions in one, reading the step from the device, so one graph serves
-// every step), and the sampler as one kernel (top-p below 1: torch operations).
+// every step), and the sampler as one kernel (top-p below 1: torch operations). A small batch
+// (kernels::kMatvecRows rows at most) takes 5 a layer: its projections are matvec kernels with the
+// norm before them and the residual add or SwiGLU after, and the output's product writes the logits.
 void BatchDecoder::step_fused(State& s) {
   const LlamaConfig& c = net_.config();
   const DecoderWeights& w = *weights_;
-  const int64_t n = s.n, H = c.heads, KV = c.kv_heads, D = c.head_dim;
+  const int64_t n = s.n, H = c.heads, KV = c.kv_heads, D = c.head_dim, I = c.intermediate;
   const bool bf16 = net_.dtype() == torch::kBFloat16;
   const float eps = static_cast<float>(c.rms_eps);
   void* stream = at::cuda::getCurrentCUDAStream().stream();
@@ -221,30 +233,49 @@ void BatchDecoder::step_fused(State& s) {
                            s.tokens.data_ptr<int64_t>(), s.logprobs.data_ptr<float>(), stream);
   }
   torch::index_select_out(s.x, w.embedding, 0, s.chosen);
-  kernels::add_rmsnorm(s.x.data_ptr(), nullptr, w.layers[0].attn_norm.data_ptr<float>(), s.h.data_ptr(), n, c.hidden,
-                       eps, bf16, stream);
+  using kernels::MatvecOut;
+  const auto matvec = [&](MatvecOut mode, const torch::Tensor& in, const torch::Tensor& norm, const torch::Tensor& weight,
+                          void* out, int64_t out_features) {
+    kernels::matvec(mode, in.data_ptr(), norm.defined() ? norm.data_ptr<float>() : nullptr, eps, weight.data_ptr(), out,
+                    n, in.size(1), out_features, s.max_blocks, bf16, stream);
+  };
+  if (!s.matvec)
+    kernels::add_rmsnorm(s.x.data_ptr(), nullptr, w.layers[0].attn_norm.data_ptr<float>(), s.h.data_ptr(), n,
+                         c.hidden, eps, bf16, stream);
   for (size_t l = 0; l < w.layers.size(); ++l) {
     const DecoderWeights::Layer& L = w.layers[l];
-    torch::mm_out(s.qkv, s.h, L.qkv.t());
+    if (s.matvec)
+      matvec(MatvecOut::store, s.x, L.attn_norm, L.qkv, s.qkv.data_ptr(), L.qkv.size(0));
+    else
+      torch::mm_out(s.qkv, s.h, L.qkv.t());
     kernels::rope_qkv(s.qkv.data_ptr(), L.qkv_bias.defined() ? L.qkv_bias.data_ptr() : nullptr,
                       net_.rope_cos().data_ptr<float>(), net_.rope_sin().data_ptr<float>(), prompt_length, step,
                       s.q.data_ptr(), s.own_k[l].data_ptr(), s.own_v[l].data_ptr(), n, H, KV, D, s.max_tokens, bf16,
                       stream);
     kernels::attention(s.q.data_ptr(), s.prompt_k[l].data_ptr(), s.prompt_v[l].data_ptr(), s.own_k[l].data_ptr(),
                        s.own_v[l].data_ptr(), prompt_length, step, s.attn.data_ptr(),
-                       s.attention_workspace.data_ptr<float>(), s.attention_splits, n, KV, H / KV, D,
-                       s.prompt_capacity, s.max_tokens, bf16, stream);
+                       s.attention_workspace.data_ptr<float>(), s.attention_arrived.data_ptr<int>(),
+                       s.attention_splits, n, KV, H / KV, D, s.prompt_capacity, s.max_tokens, bf16, stream);
+    if (s.matvec) {
+      matvec(MatvecOut::add_to, s.attn, {}, L.o, s.x.data_ptr(), c.hidden);
+      matvec(MatvecOut::silu, s.x, L.ffn_norm, L.gate_up, s.act.data_ptr(), I);
+      matvec(MatvecOut::add_to, s.act, {}, L.down, s.x.data_ptr(), c.hidden);
+      continue;
+    }
     torch::mm_out(s.proj, s.attn, L.o.t());
     kernels::add_rmsnorm(s.x.data_ptr(), s.proj.data_ptr(), L.ffn_norm.data_ptr<float>(), s.h.data_ptr(), n, c.hidden,
                          eps, bf16, stream);
     torch::mm_out(s.gate_up, s.h, L.gate_up.t());
-    kernels::silu_mul(s.gate_up.data_ptr(), s.act.data_ptr(), n, c.intermediate, bf16, stream);
+    kernels::silu_mul(s.gate_up.data_ptr(), s.act.data_ptr(), n, I, bf16, stream);
     torch::mm_out(s.proj, s.act, L.down.t());
     const torch::Tensor& next_norm = l + 1 < w.layers.size() ? w.layers[l + 1].attn_norm : w.final_norm;
     kernels::add_rmsnorm(s.x.data_ptr(), s.proj.data_ptr(), next_norm.data_ptr<float>(), s.h.data_ptr(), n, c.hidden,
                          eps, bf16, stream);
   }
-  s.logits.copy_(torch::matmul(s.h, w.output.t()));
+  if (s.matvec)
+    matvec(MatvecOut::store_float, s.x, w.final_norm, w.output, s.logits.data_ptr(), c.vocab_size);
+  else
+    s.logits.copy_(torch::matmul(s.h, w.output.t()));
   s.step.add_(1);
 }
 #endif

@@ -34,7 +34,9 @@ struct DecoderWeights;  // decoder_weights.h
 
 class BatchDecoder {
  public:
-  BatchDecoder(LlamaNet& net, bool cuda_graphs);
+  /// matvec_rows: on CUDA, batches of at most this many completions (at most kernels::kMatvecRows)
+  /// run their projections as decoder_kernels' matvec; larger ones as matrix products.
+  BatchDecoder(LlamaNet& net, bool cuda_graphs, int matvec_rows);
   ~BatchDecoder();
 
   std::vector<Generation> generate(const std::vector<int>& prompt, int n, const GenerateOptions& options,
@@ -55,6 +57,7 @@ class BatchDecoder {
 
   LlamaNet& net_;
   bool cuda_graphs_;
+  int matvec_rows_;
   bool fused_ = false;  // CUDA, bfloat16 or float32, a head size and grouping the kernels serve
   std::unique_ptr<DecoderWeights> weights_;
   std::list<std::unique_ptr<State>> states_;  // most recently used first; a few kept

@@ -132,14 +132,53 @@ struct Raw8<float> {
   }
 };
 
+constexpr int kMaxSplits = 64;  // attention_splits' upper bound
+constexpr int kMaxGroup = 8;
+
+// The shares of one (sequence, kv head) merged by the block that finished last: warp g weighs head
+// g's shares (each share's weight exp(m_s - max) / sum, its lanes over the shares), then every
+// thread (g, d) sums the shares' values under those weights. Reads the shares from L2 (written by
+// other blocks).
+template <class T>
+__device__ void merge_shares(const float* partial, T* out, int i, int kv, int kv_heads, int G, int D, int splits) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t stride = static_cast<int64_t>(G) * (D + 2);  // between one share and the next
+  const float* base = partial + static_cast<int64_t>(i * kv_heads + kv) * splits * stride;
+  __shared__ float weight[kMaxSplits][kMaxGroup];
+  if (warp < G) {
+    const int g = warp;
+    float ms[2], ls[2];
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int s = lane + 32 * k;
+      ms[k] = s < splits ? __ldcg(base + s * stride + g * (D + 2)) : -1e30f;
+      ls[k] = s < splits ? __ldcg(base + s * stride + g * (D + 2) + 1) : 0.0f;
+    }
+    const float mx = warp_reduce(fmaxf(ms[0], ms[1]), Max{});
+    const float f0 = expf(ms[0] - mx), f1 = expf(ms[1] - mx);
+    const float sum = warp_sum(ls[0] * f0 + ls[1] * f1);
+    if (lane < splits) weight[lane][g] = f0 / sum;
+    if (lane + 32 < splits) weight[lane + 32][g] = f1 / sum;
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < G * D; idx += blockDim.x) {
+    const int g = idx / D, d = idx % D;
+    const float* v = base + g * (D + 2) + 2 + d;
+    float value = 0.0f;
+#pragma unroll 8
+    for (int s = 0; s < splits; ++s) value += weight[s][g] * __ldcg(v + s * stride);
+    out[static_cast<int64_t>(i) * kv_heads * G * D + (static_cast<int64_t>(kv) * G + g) * D + d] = from_f<T>(value);
+  }
+}
+
 // G query heads share a key/value head. Each lane group reads kUnroll keys per iteration (their loads
 // in flight together), scores them for every head, and folds them into the running softmax under one
 // common maximum.
 template <class T, int D, int G>
 __global__ void __launch_bounds__(kWarps * 32)
     attention_kernel(const T* q, const T* prompt_k, const T* prompt_v, const T* own_k, const T* own_v,
-                     const int64_t* prompt_length, const int64_t* step, T* out, float* partial, int n,
-                     int prompt_capacity, int max_tokens, float root_d) {
+                     const int64_t* prompt_length, const int64_t* step, T* out, float* partial, int* arrived,
+                     int n, int prompt_capacity, int max_tokens, float root_d) {
   constexpr int kLanes = D / 8;         // lanes per key
   constexpr int kPerWarp = 32 / kLanes;  // keys a warp reads at once
   constexpr int kUnroll = sizeof(T) == 2 && G <= 4 ? 4 : 2;
@@ -253,51 +292,26 @@ __global__ void __launch_bounds__(kWarps * 32)
     if (splits == 1) {
       out[static_cast<int64_t>(i) * kv_heads * G * D + (static_cast<int64_t>(kv) * G + g) * D + d] =
           from_f<T>(value / sum);
-    } else {  // this share's maximum, sum and unnormalized values, for merge_kernel
+    } else {  // this share's maximum, sum and unnormalized values, for merge_shares
       float* share = partial + (((static_cast<int64_t>(i) * kv_heads + kv) * splits + split) * G + g) * (D + 2);
       if (d == 0) share[0] = mx, share[1] = sum;
       share[2 + d] = value;
     }
   }
-}
-
-constexpr int kMaxSplits = 64;  // attention_splits' upper bound
-constexpr int kMaxGroup = 8;
-
-// The shares of attention_kernel merged: block (sequence, kv head). Warp g weighs head g's shares
-// (each share's weight exp(m_s - max) / sum, its lanes over the shares), then every thread (g, d)
-// sums the shares' values under those weights.
-template <class T>
-__global__ void merge_kernel(const float* partial, T* out, int G, int D, int splits) {
-  const int i = blockIdx.x, kv = blockIdx.y, kv_heads = gridDim.y;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t stride = static_cast<int64_t>(G) * (D + 2);  // between one share and the next
-  const float* base = partial + static_cast<int64_t>(i * kv_heads + kv) * splits * stride;
-  __shared__ float weight[kMaxSplits][kMaxGroup];
-  if (warp < G) {
-    const int g = warp;
-    float ms[2], ls[2];
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const int s = lane + 32 * k;
-      ms[k] = s < splits ? base[s * stride + g * (D + 2)] : -1e30f;
-      ls[k] = s < splits ? base[s * stride + g * (D + 2) + 1] : 0.0f;
-    }
-    const float mx = warp_reduce(fmaxf(ms[0], ms[1]), Max{});
-    const float f0 = expf(ms[0] - mx), f1 = expf(ms[1] - mx);
-    const float sum = warp_sum(ls[0] * f0 + ls[1] * f1);
-    if (lane < splits) weight[lane][g] = f0 / sum;
-    if (lane + 32 < splits) weight[lane + 32][g] = f1 / sum;
+  if (splits == 1) return;
+  // The last of the sequence's blocks to finish merges the shares (and zeroes the count for the next step).
+  __threadfence();
+  __syncthreads();
+  __shared__ bool last;
+  if (threadIdx.x == 0) {
+    int* count = arrived + i * kv_heads + kv;
+    last = atomicAdd(count, 1) == splits - 1;
+    if (last) *count = 0;
   }
   __syncthreads();
-  for (int idx = threadIdx.x; idx < G * D; idx += blockDim.x) {
-    const int g = idx / D, d = idx % D;
-    const float* v = base + g * (D + 2) + 2 + d;
-    float value = 0.0f;
-#pragma unroll 8
-    for (int s = 0; s < splits; ++s) value += weight[s][g] * v[s * stride];
-    out[static_cast<int64_t>(i) * kv_heads * G * D + (static_cast<int64_t>(kv) * G + g) * D + d] = from_f<T>(value);
-  }
+  if (!last) return;
+  __threadfence();
+  merge_shares<T>(partial, out, i, kv, kv_heads, G, D, splits);
 }
 
 // ---- silu(gate) * up ----
@@ -309,6 +323,121 @@ __global__ void silu_mul_kernel(const T* gu, T* out, int64_t n, int64_t inter) {
   const int64_t row = idx / inter, c = idx % inter;
   const float g = to_f(gu[row * 2 * inter + c]), u = to_f(gu[row * 2 * inter + inter + c]);
   out[idx] = from_f<T>(round_to<T>(g / (1.0f + expf(-g))) * u);
+}
+
+// ---- small batches: each output column's dot products for every row by one warp ----
+
+constexpr int kMatvecWarps = 8;
+
+// What a matvec computes around the product (decoder_kernels.h's MatvecOut, as template arguments).
+template <MatvecOut M>
+constexpr bool kNormFirst = M != MatvecOut::add_to;
+
+// R rows of `in` [R, K] (the residual stream when the norm comes first): out's columns
+// c = blockIdx.x * 8 + warp, stepping by the grid's warps. Each lane reads 8 elements of a weight
+// row at a time and the same 8 of every input row (through L1: every warp reads them).
+template <class T, int R, MatvecOut M>
+__global__ void __launch_bounds__(kMatvecWarps * 32)
+    matvec_kernel(const T* in, const float* norm_w, float eps, const T* W, void* out, int K, int N) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __shared__ float scale[R];  // each row's rsqrt(mean(x^2) + eps), as add_rmsnorm computes it
+  if (kNormFirst<M>) {
+    for (int r = warp; r < R; r += kMatvecWarps) {
+      float ss = 0.0f;
+      for (int c = lane; c < K; c += 32) {
+        const float v = to_f(in[static_cast<int64_t>(r) * K + c]);
+        ss += v * v;
+      }
+      ss = warp_sum(ss);
+      if (lane == 0) scale[r] = rsqrtf(ss / static_cast<float>(K) + eps);
+    }
+    __syncthreads();
+  }
+  constexpr int kCols = M == MatvecOut::silu ? 2 : 1;  // silu: gate row c and up row N + c
+  for (int c = blockIdx.x * kMatvecWarps + warp; c < N; c += gridDim.x * kMatvecWarps) {
+    float acc[kCols][R];
+#pragma unroll
+    for (int j = 0; j < kCols; ++j)
+#pragma unroll
+      for (int r = 0; r < R; ++r) acc[j][r] = 0.0f;
+#pragma unroll 2
+    for (int k = lane * 8; k < K; k += 256) {
+      float x[R][8];
+#pragma unroll
+      for (int r = 0; r < R; ++r) load8(in + static_cast<int64_t>(r) * K + k, x[r]);
+      if (kNormFirst<M>) {  // the normed input, rounded to T as the stored norm is
+        float w8[8];
+        load8(norm_w + k, w8);
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int e = 0; e < 8; ++e) x[r][e] = round_to<T>(x[r][e] * scale[r] * w8[e]);
+      }
+#pragma unroll
+      for (int j = 0; j < kCols; ++j) {
+        float w8[8];
+        load8(W + (static_cast<int64_t>(j) * N + c) * K + k, w8);
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[j][r] += w8[e] * x[r][e];
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+      for (int j = 0; j < kCols; ++j) acc[j][r] = warp_sum(acc[j][r]);
+      if (lane != r % 32) continue;
+      const int64_t at = static_cast<int64_t>(r) * N + c;
+      const float v = round_to<T>(acc[0][r]);  // the product as a T tensor holds it
+      if (M == MatvecOut::store) {
+        static_cast<T*>(out)[at] = from_f<T>(v);
+      } else if (M == MatvecOut::store_float) {
+        static_cast<float*>(out)[at] = v;
+      } else if (M == MatvecOut::silu) {
+        const float u = round_to<T>(acc[kCols - 1][r]);
+        static_cast<T*>(out)[at] = from_f<T>(round_to<T>(v / (1.0f + expf(-v))) * u);
+      } else {  // add_to: the residual stream, rounded to T after the sum as add_rmsnorm does
+        T* x = static_cast<T*>(out);
+        x[at] = from_f<T>(to_f(x[at]) + v);
+      }
+    }
+  }
+}
+
+template <class T, MatvecOut M, int R>
+void launch_matvec(const void* in, const float* norm_w, float eps, const void* W, void* out, int64_t K, int64_t N,
+                   int max_blocks, cudaStream_t stream) {
+  const int64_t blocks = std::min<int64_t>((N + kMatvecWarps - 1) / kMatvecWarps, std::max(1, max_blocks));
+  matvec_kernel<T, R, M><<<static_cast<unsigned>(blocks), kMatvecWarps * 32, 0, stream>>>(
+      static_cast<const T*>(in), norm_w, eps, static_cast<const T*>(W), out, static_cast<int>(K), static_cast<int>(N));
+}
+
+template <class T, MatvecOut M>
+void matvec_rows(int64_t rows, const void* in, const float* norm_w, float eps, const void* W, void* out, int64_t K,
+                 int64_t N, int max_blocks, cudaStream_t stream) {
+  switch (rows) {
+    case 1: return launch_matvec<T, M, 1>(in, norm_w, eps, W, out, K, N, max_blocks, stream);
+    case 2: return launch_matvec<T, M, 2>(in, norm_w, eps, W, out, K, N, max_blocks, stream);
+    case 3: return launch_matvec<T, M, 3>(in, norm_w, eps, W, out, K, N, max_blocks, stream);
+    case 4: return launch_matvec<T, M, 4>(in, norm_w, eps, W, out, K, N, max_blocks, stream);
+    case 5: return launch_matvec<T, M, 5>(in, norm_w, eps, W, out, K, N, max_blocks, stream);
+    case 6: return launch_matvec<T, M, 6>(in, norm_w, eps, W, out, K, N, max_blocks, stream);
+    case 7: return launch_matvec<T, M, 7>(in, norm_w, eps, W, out, K, N, max_blocks, stream);
+    default: return launch_matvec<T, M, 8>(in, norm_w, eps, W, out, K, N, max_blocks, stream);
+  }
+}
+
+template <class T>
+void matvec_typed(MatvecOut mode, int64_t rows, const void* in, const float* norm_w, float eps, const void* W,
+                  void* out, int64_t K, int64_t N, int max_blocks, cudaStream_t stream) {
+  switch (mode) {
+    case MatvecOut::store: return matvec_rows<T, MatvecOut::store>(rows, in, norm_w, eps, W, out, K, N, max_blocks, stream);
+    case MatvecOut::store_float:
+      return matvec_rows<T, MatvecOut::store_float>(rows, in, norm_w, eps, W, out, K, N, max_blocks, stream);
+    case MatvecOut::silu: return matvec_rows<T, MatvecOut::silu>(rows, in, norm_w, eps, W, out, K, N, max_blocks, stream);
+    case MatvecOut::add_to: return matvec_rows<T, MatvecOut::add_to>(rows, in, norm_w, eps, W, out, K, N, max_blocks, stream);
+  }
 }
 
 // ---- sampling: a block per row; thread t reads a contiguous chunk of the vocabulary ----
@@ -405,6 +534,7 @@ struct AttentionArgs {
   const int64_t *plen, *step;
   void* out;
   float* partial;
+  int* arrived;
   int64_t n, kv_heads, group, prompt_capacity, max_tokens, splits;
   cudaStream_t stream;
 };
@@ -415,11 +545,8 @@ void launch_attention(const AttentionArgs& a) {
   attention_kernel<T, D, G><<<grid, kWarps * 32, 0, a.stream>>>(
       static_cast<const T*>(a.q), static_cast<const T*>(a.pk), static_cast<const T*>(a.pv),
       static_cast<const T*>(a.ok), static_cast<const T*>(a.ov), a.plen, a.step, static_cast<T*>(a.out), a.partial,
-      static_cast<int>(a.n), static_cast<int>(a.prompt_capacity), static_cast<int>(a.max_tokens),
+      a.arrived, static_cast<int>(a.n), static_cast<int>(a.prompt_capacity), static_cast<int>(a.max_tokens),
       sqrtf(static_cast<float>(D)));
-  if (a.splits > 1)
-    merge_kernel<T><<<dim3(static_cast<unsigned>(a.n), static_cast<unsigned>(a.kv_heads)), 256, 0, a.stream>>>(
-        a.partial, static_cast<T*>(a.out), G, D, static_cast<int>(a.splits));
 }
 
 template <class T, int D>
@@ -485,15 +612,15 @@ int64_t attention_workspace_floats(int64_t n, int64_t kv_heads, int64_t group, i
 }
 
 void attention(const void* q, const void* prompt_k, const void* prompt_v, const void* own_k, const void* own_v,
-               const int64_t* prompt_length, const int64_t* step, void* out, float* workspace, int64_t splits,
-               int64_t n, int64_t kv_heads, int64_t group, int64_t head_dim, int64_t prompt_capacity,
+               const int64_t* prompt_length, const int64_t* step, void* out, float* workspace, int* arrived,
+               int64_t splits, int64_t n, int64_t kv_heads, int64_t group, int64_t head_dim, int64_t prompt_capacity,
                int64_t max_tokens, bool bf16, void* stream) {
   if (!fused_step_supported(head_dim, group))
     throw std::invalid_argument("kbrl decoder attention: head_dim " + std::to_string(head_dim) + ", group " +
                                 std::to_string(group) + " not supported");
-  const AttentionArgs a{q,         prompt_k,  prompt_v, own_k,  own_v,           prompt_length, step,
-                        out,       workspace, n,        kv_heads, group,         prompt_capacity, max_tokens,
-                        splits,    static_cast<cudaStream_t>(stream)};
+  const AttentionArgs a{q,        prompt_k,  prompt_v, own_k,           own_v,      prompt_length,
+                        step,     out,       workspace, arrived,        n,          kv_heads,
+                        group,    prompt_capacity, max_tokens, splits,   static_cast<cudaStream_t>(stream)};
   if (bf16) {
     if (head_dim == 64)
       attention_for_group<__nv_bfloat16, 64>(a);
@@ -528,6 +655,23 @@ void sample_tokens(const float* logits, int64_t n, int64_t vocab, float temperat
       logits, static_cast<int>(vocab), temperature, greedy, uniforms, step, static_cast<int>(max_tokens), chosen,
       tokens, logprobs);
   check_launch("sample_tokens");
+}
+
+bool matvec_supported(int64_t rows, int64_t in_features) {
+  return rows >= 1 && rows <= kMatvecRows && in_features % 8 == 0;
+}
+
+void matvec(MatvecOut mode, const void* in, const float* norm_w, float eps, const void* weight, void* out,
+            int64_t rows, int64_t in_features, int64_t out_features, int max_blocks, bool bf16, void* stream) {
+  if (!matvec_supported(rows, in_features))
+    throw std::invalid_argument("kbrl decoder matvec: " + std::to_string(rows) + " rows of " +
+                                std::to_string(in_features) + " not supported");
+  const auto s = static_cast<cudaStream_t>(stream);
+  if (bf16)
+    matvec_typed<__nv_bfloat16>(mode, rows, in, norm_w, eps, weight, out, in_features, out_features, max_blocks, s);
+  else
+    matvec_typed<float>(mode, rows, in, norm_w, eps, weight, out, in_features, out_features, max_blocks, s);
+  check_launch("matvec");
 }
 
 }  // namespace kbrl::lm::kernels

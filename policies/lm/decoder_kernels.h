@@ -32,10 +32,11 @@ int64_t attention_workspace_floats(int64_t n, int64_t kv_heads, int64_t group, i
 /// (positions < prompt_length) and each sequence's own [KV, n, M, D] (positions <= step); the
 /// result in out [n, KV * G * D] (head kv * G + g). Scores are rounded to the element type and
 /// divided by sqrt(D) before a float32 softmax. With splits > 1 the keys are shared out over that
-/// many blocks per sequence and merged by a second kernel through `workspace`.
+/// many blocks per sequence, each writing its share to `workspace`; the last block of a sequence
+/// to finish (counted in `arrived`, n * KV ints, zero before the first call and left zero) merges them.
 void attention(const void* q, const void* prompt_k, const void* prompt_v, const void* own_k, const void* own_v,
-               const int64_t* prompt_length, const int64_t* step, void* out, float* workspace, int64_t splits,
-               int64_t n, int64_t kv_heads, int64_t group, int64_t head_dim, int64_t prompt_capacity,
+               const int64_t* prompt_length, const int64_t* step, void* out, float* workspace, int* arrived,
+               int64_t splits, int64_t n, int64_t kv_heads, int64_t group, int64_t head_dim, int64_t prompt_capacity,
                int64_t max_tokens, bool bf16, void* stream);
 
 /// out [n, I] = silu(gu[:, :I]) * gu[:, I:] (gu [n, 2I]), each product rounded as torch rounds it.
@@ -51,5 +52,25 @@ void silu_mul(const void* gu, void* out, int64_t n, int64_t intermediate, bool b
 void sample_tokens(const float* logits, int64_t n, int64_t vocab, float temperature, bool greedy,
                    const float* uniforms, const int64_t* step, int64_t max_tokens, int64_t* chosen, int64_t* tokens,
                    float* logprobs, void* stream);
+
+/// A small batch's step (at most kMatvecRows rows) runs its projections as matvec: one warp per
+/// output column reads the weight row once for every row, with what comes before and after the
+/// product in the same kernel.
+inline constexpr int64_t kMatvecRows = 8;
+enum class MatvecOut {
+  store,        // out [rows, N] (element type) = rmsnorm(in) W^T
+  store_float,  // out [rows, N] float32 = rmsnorm(in) W^T, each value rounded to the element type first
+  silu,         // out [rows, N] = silu(g) * u, [g | u] = rmsnorm(in) W^T (W: [2N, K], gate rows first)
+  add_to,       // out [rows, N] += in W^T (the product rounded to the element type, then the sum)
+};
+/// Rows and input width (a multiple of 8) that matvec serves.
+bool matvec_supported(int64_t rows, int64_t in_features);
+/// in [rows, K] (K = in_features), weight [N, K] row-major (N = out_features; silu: [2N, K]), the
+/// element type's; norm_w [K] float32 (the modes that norm first: each row scaled by
+/// rsqrt(mean(in^2) + eps) and norm_w, rounded to the element type, as add_rmsnorm stores it; null
+/// for add_to). Sums in float32; each result rounded where the torch-ops step rounds. `max_blocks`
+/// caps the grid (columns are shared out over its warps).
+void matvec(MatvecOut mode, const void* in, const float* norm_w, float eps, const void* weight, void* out,
+            int64_t rows, int64_t in_features, int64_t out_features, int max_blocks, bool bf16, void* stream);
 
 }  // namespace kbrl::lm::kernels

@@ -24,6 +24,7 @@ struct ModelOptions {
   std::string device = "cpu";    // cpu | cuda[:N]
   std::string dtype = "float32";  // float32 | bfloat16 (the base weights and activations; LoRA is float32)
   bool cuda_graphs = true;         // on a GPU, each decoding step is a CUDA graph replay (batch_decoder.h)
+  int matvec_rows = 4;             // on a GPU, batches of at most this many completions (0-8) decode with matvec kernels
   bool fused = true;               // fused attention and chunked log-probs in scoring and updates; false: plain tensor ops
   int64_t score_chunk_rows = 0;    // rows of the output's logits computed at a time when fused; 0 = about 256 MiB
 };

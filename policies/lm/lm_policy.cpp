@@ -13,7 +13,7 @@ namespace kbrl::lm {
 namespace {
 
 constexpr std::string_view kKeys =
-    "device, dtype, graphs, fused, max_tokens, top_p, style, shots, system, targets, micro_batch, checkpoint, pool, "
+    "device, dtype, graphs, matvec_rows, fused, max_tokens, top_p, style, shots, system, targets, micro_batch, checkpoint, pool, "
     "adapter";
 const std::vector<std::string> kTargets = {"q", "k", "v", "o", "gate", "up", "down"};
 
@@ -95,6 +95,8 @@ LmOptions parse_lm_spec(std::string_view spec) {
     } else if (key == "graphs") {
       KBRL_CHECK_INPUT(value == "on" || value == "off", "policy spec: graphs={} (expected on or off)", value);
       o.model_options.cuda_graphs = value == "on";
+    } else if (key == "matvec_rows") {
+      o.model_options.matvec_rows = static_cast<int>(parse_spec_int(key, value, 0, 8));
     } else if (key == "fused") {
       KBRL_CHECK_INPUT(value == "on" || value == "off", "policy spec: fused={} (expected on or off)", value);
       o.model_options.fused = value == "on";
