@@ -12,8 +12,8 @@
 //     gate/up concatenated into one matrix each, refreshed in place when a weight or an adapter
 //     changed, so captured graphs stay valid across optimizer steps.
 //   - On CUDA, for the head sizes decoder_kernels.h serves, the step is the fused one (9 kernels a
-//     layer; attention reads the step from the device; the sampler one kernel unless top-p is
-//     below 1), captured once per batch shape as a CUDA
+//     layer, 5 for batches of at most matvec_rows; attention reads the step from the device; the
+//     sampler one kernel unless top-p is below 1), captured once per batch shape as a CUDA
 //     graph and replayed (graphs=off: run eagerly); the host looks at the tokens every 32 steps to
 //     stop when every completion has ended. Otherwise the step is torch operations: on CUDA with
 //     graphs, one graph per window of 128 own positions (attention reads the window, masked); on a
