@@ -210,7 +210,7 @@ void BatchDecoder::step(State& s, int64_t window, bool exact) {
 }
 
 #if KBRL_TORCH_CUDA
-// The same step in 9 kernels a layer: 4 matrix products and 5 of decoder_kernels.cu (the residual
+// The same step in 9 kernels a layer: 4 matrix products and 5 of decoder_kernels.h (the residual
 // add fused with the next norm; bias, rotary embedding and the cache write in one; attention over
 // the prompt and the own positions in one, reading the step from the device, so one graph serves
 // every step), and the sampler as one kernel (top-p below 1: torch operations). A small batch

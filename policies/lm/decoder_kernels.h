@@ -1,6 +1,6 @@
 #pragma once
-// Internal to kbrl::lm: the fused CUDA kernels of BatchDecoder's step (decoder_kernels.cu, built only
-// against a CUDA libtorch). Plain pointers and a stream, no libtorch: the caller owns the buffers.
+// Internal to kbrl::lm: the fused CUDA kernels of BatchDecoder's step (decoder_kernels.cu,
+// decoder_attention.cu, decoder_matvec.cu, decoder_sampler.cu; built only against a CUDA libtorch). Plain pointers and a stream, no libtorch: the caller owns the buffers.
 // Element type: bfloat16 (`bf16` true) or float32; every sum is taken in float32 and each kernel
 // rounds where the torch-ops step rounds (batch_decoder.cpp's step_reference).
 #include <cstdint>

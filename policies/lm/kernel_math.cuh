@@ -1,6 +1,7 @@
 #pragma once
-// Internal to kbrl::lm's CUDA kernels (decoder_kernels.cu, layer_kernels.cu): element types as
-// float32 and back, the sums and maxima of a warp and of a block, a launch's error as an exception.
+// Internal to kbrl::lm's CUDA kernels (decoder_*.cu, layer_kernels.cu): element types as float32 and
+// back, eight elements loaded as floats, the sums and maxima of a warp and of a block, a launch's
+// error as an exception.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -20,6 +21,22 @@ __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return
 // x rounded to T and back (what storing a float result in a T tensor does).
 template <class T>
 __device__ __forceinline__ float round_to(float x) { return to_f(from_f<T>(x)); }
+
+// Eight consecutive elements (16-byte aligned for bf16, 32 for float) as floats.
+__device__ __forceinline__ void load8(const float* p, float (&v)[8]) {
+  const float4 a = *reinterpret_cast<const float4*>(p), b = *reinterpret_cast<const float4*>(p + 4);
+  v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
+__device__ __forceinline__ void load8(const __nv_bfloat16* p, float (&v)[8]) {
+  const uint4 u = *reinterpret_cast<const uint4*>(p);
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const float2 f = __bfloat1622float2(h[k]);
+    v[2 * k] = f.x;
+    v[2 * k + 1] = f.y;
+  }
+}
 
 struct Add {
   __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
