@@ -13,13 +13,11 @@ import asyncio
 import importlib.util
 import os
 import sys
-import traceback
+
+from check_runner import Checks, require_server
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-if not os.environ.get("KBRL_SERVE_URL"):
-    print("test_examples: KBRL_SERVE_URL is not set; start `kbrl serve` and set it "
-          "(e.g. KBRL_SERVE_URL=http://127.0.0.1:8750). Skipped.", file=sys.stderr)
-    sys.exit(77)
+require_server("test_examples")
 sys.path.insert(0, HERE)
 stubbed = [p for p in ("tinker", "tinker_cookbook", "verifiers", "skyrl_gym") if importlib.util.find_spec(p) is None]
 sys.path.append(os.path.join(HERE, "stubs"))  # last: an installed package always wins
@@ -34,16 +32,7 @@ import verl_compute_score  # noqa: E402
 from test_answers import BROKEN, GOOD, NO_CODE, TASK, ByteRenderer  # noqa: E402
 
 TEXTS = [GOOD, NO_CODE]
-failures: list[str] = []
-
-
-def check(name: str, fn):
-    try:
-        print(f"ok   {name}: {fn()}")
-    except Exception as e:  # noqa: BLE001 - report and go on
-        failures.append(name)
-        print(f"FAIL {name}: {e!r}")
-        traceback.print_exc(limit=3)
+check = Checks()
 
 
 def rewards_ok(rewards, uncompiled: float):
@@ -218,5 +207,4 @@ check("trl_reward.kbrl_reward", trl_rewards)
 check("trl_grpo.py (before TRL loads)", trl_grpo_checks)
 check("verl_compute_score", verl_rewards)
 check("skyrl_env.KbrlSkyrlEnv", skyrl_rewards)
-print("FAILED: " + ", ".join(failures) if failures else "all examples passed")
-sys.exit(1 if failures else 0)
+check.finish("all examples passed")

@@ -23,20 +23,17 @@ import importlib.metadata
 import os
 import pickle
 import sys
-import traceback
+
+from check_runner import Checks, missing_framework, require_server
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-if not os.environ.get("KBRL_SERVE_URL"):
-    print("test_tinker_env: KBRL_SERVE_URL is not set; start `kbrl serve` and set it. Skipped.", file=sys.stderr)
-    sys.exit(77)
+require_server("test_tinker_env")
 try:
     from tinker_cookbook.completers import TokenCompleter, TokensWithLogprobs
     from tinker_cookbook.rl.rollout_limits import TerminationRewardPolicy
     from tinker_cookbook.rl.rollouts import do_group_rollout
 except ImportError as e:
-    print(f"test_tinker_env: tinker-cookbook is not importable with {sys.executable} ({e}); "
-          "run bash .ci/setup-serve (needs PyPI). Skipped.", file=sys.stderr)
-    sys.exit(1 if os.environ.get("KBRL_REQUIRE_TINKER") == "1" else 77)
+    missing_framework("test_tinker_env", "tinker-cookbook", e, "KBRL_REQUIRE_TINKER")
 sys.path.insert(0, HERE)
 import kbrl_client  # noqa: E402
 import tinker_env  # noqa: E402
@@ -45,7 +42,6 @@ from test_answers import BROKEN, GOOD, NO_CODE, TASK, ByteRenderer  # noqa: E402
 ANSWERS = [("good", GOOD, "stop"), ("broken", BROKEN, "stop"), ("no_code", NO_CODE, "stop"),
            ("cut_off", GOOD, "length")]
 SETTINGS = {"reward": "composite"}
-failures: list[str] = []
 
 
 class FixedSampler(TokenCompleter):
@@ -127,19 +123,10 @@ def dataset():
             f"pickled; task 19's group after pickling: rewards {rewards}")
 
 
-def check(name, fn):
-    try:
-        print(f"ok   {name}: {fn()}")
-    except Exception as e:  # noqa: BLE001 - report and go on
-        failures.append(name)
-        print(f"FAIL {name}: {e!r}")
-        traceback.print_exc(limit=4)
-
-
+check = Checks()
 print(f"kbrl serve at {os.environ['KBRL_SERVE_URL']}; tinker-cookbook {importlib.metadata.version('tinker-cookbook')}, "
       f"tinker {importlib.metadata.version('tinker')}")
 check("do_group_rollout(KbrlGroupBuilder)", group_rollout)
 check("TerminationRewardPolicy(zero_reward_on_limit)", clamped)
 check("KbrlDatasetBuilder, pickled groups", dataset)
-print("FAILED: " + ", ".join(failures) if failures else "tinker_env passed through tinker-cookbook's group rollout")
-sys.exit(1 if failures else 0)
+check.finish("tinker_env passed through tinker-cookbook's group rollout")

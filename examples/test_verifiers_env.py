@@ -33,21 +33,18 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 from pathlib import Path
 
+from check_runner import Checks, Skipped, missing_framework, require_server
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-if not os.environ.get("KBRL_SERVE_URL"):
-    print("test_verifiers_env: KBRL_SERVE_URL is not set; start `kbrl serve` and set it. Skipped.", file=sys.stderr)
-    sys.exit(77)
+require_server("test_verifiers_env")
 try:
     import verifiers
     import verifiers.v1 as vf
     from verifiers.v1.graph import MessageNode
 except ImportError as e:
-    print(f"test_verifiers_env: verifiers 0.4 (verifiers.v1) is not importable with {sys.executable} ({e}); "
-          "run bash .ci/setup-serve (needs PyPI). Skipped.", file=sys.stderr)
-    sys.exit(1 if os.environ.get("KBRL_REQUIRE_VERIFIERS") == "1" else 77)
+    missing_framework("test_verifiers_env", "verifiers 0.4 (verifiers.v1)", e, "KBRL_REQUIRE_VERIFIERS")
 sys.path.insert(0, HERE)
 import kbrl_client  # noqa: E402
 import verifiers_env  # noqa: E402
@@ -55,25 +52,7 @@ from test_answers import BROKEN, GOOD, NO_CODE, TASK  # noqa: E402
 
 GROUP = {"good": GOOD, "broken": BROKEN, "no_code": NO_CODE}
 BIN = os.path.dirname(sys.executable)  # vf-eval and vf-replay are the venv's console scripts
-REQUIRED = os.environ.get("KBRL_REQUIRE_VERIFIERS") == "1"  # CI: nothing may be skipped
-failures: list[str] = []
-skipped: list[str] = []
-
-
-class Skipped(Exception):
-    """A check that cannot run here (it names what is missing)."""
-
-
-def check(name: str, fn):
-    try:
-        print(f"ok   {name}: {fn()}", flush=True)
-    except Skipped as e:
-        (failures if REQUIRED else skipped).append(name)
-        print(f"{'FAIL' if REQUIRED else 'skip'} {name}: {e}", flush=True)
-    except Exception as e:  # noqa: BLE001 - report and go on
-        failures.append(name)
-        print(f"FAIL {name}: {e!r}", flush=True)
-        traceback.print_exc(limit=4)
+check = Checks(required=os.environ.get("KBRL_REQUIRE_VERIFIERS") == "1")  # CI: nothing may be skipped
 
 
 def rollout(task: vf.Task, text: str) -> vf.Trace:
@@ -308,6 +287,4 @@ if TASK_OBJ is not None:
     check("vf-eval --dry-run, then vf-replay", replay)
     check("a server that is down", server_down)
     check("vf-eval, two rollouts of a fake model", vf_eval)
-print("FAILED: " + ", ".join(failures) if failures else
-      "all verifiers 0.4 checks passed" + (f" but {', '.join(skipped)} (skipped)" if skipped else ""))
-sys.exit(1 if failures else 0)
+check.finish("all verifiers 0.4 checks passed")
