@@ -6,7 +6,7 @@
 // its duplicates too), and every record put into that one keyed store. The experiments' environment
 // and `kbrl sweep` call evaluate_actions; `kbrl serve` prepares its items with prepare_action and
 // records those without a candidate with record_without_candidate, then queues the rest through
-// evaluate_each (serve/scheduler.cpp).
+// evaluate_each (serve/scheduler_dispatch.cpp).
 #include <cstdint>
 #include <map>
 #include <optional>
