@@ -30,15 +30,21 @@ LlamaConfig small_config() {
   return c;
 }
 
-LanguageModel small_model(const std::string& device = "cpu", const std::string& dtype = "float32",
-                          bool graphs = true) {
+// Random weights of `config` (seeded) with the byte tokenizer.
+LanguageModel model_of(const LlamaConfig& config, uint64_t seed, const std::string& device = "cpu",
+                       const std::string& dtype = "float32", bool graphs = true) {
   ModelOptions o;
   o.device = device;
   o.dtype = dtype;
   o.cuda_graphs = graphs;
   ChatTemplate chat;
   chat.family = ChatFamily::chatml;
-  return LanguageModel(small_config(), byte_tokenizer_data(), chat, 5, o);
+  return LanguageModel(config, byte_tokenizer_data(), chat, seed, o);
+}
+
+LanguageModel small_model(const std::string& device = "cpu", const std::string& dtype = "float32",
+                          bool graphs = true) {
+  return model_of(small_config(), 5, device, dtype, graphs);
 }
 
 std::vector<int> prompt_of(int length) {
@@ -225,11 +231,7 @@ TEST(BatchDecoderGpu, DeviceSamplerMatchesTheReferenceOverALargeVocabulary) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU visible to libtorch";
   LlamaConfig c = small_config();
   c.vocab_size = 49152;
-  ModelOptions mo;
-  mo.device = "cuda";
-  ChatTemplate chat;
-  chat.family = ChatFamily::chatml;
-  LanguageModel m(c, byte_tokenizer_data(), chat, 7, mo);
+  LanguageModel m = model_of(c, 7, "cuda");
   {
     torch::NoGradGuard no_grad;
     torch::Tensor w = m.net().output_weight();
@@ -254,11 +256,7 @@ TEST(BatchDecoderGpu, WideHeadsWithBiasesMatchTheReference) {
   c.kv_heads = 1;
   c.head_dim = 128;
   c.attention_bias = true;
-  ModelOptions mo;
-  mo.device = "cuda";
-  ChatTemplate chat;
-  chat.family = ChatFamily::chatml;
-  LanguageModel m(c, byte_tokenizer_data(), chat, 6, mo);
+  LanguageModel m = model_of(c, 6, "cuda");
   {
     torch::NoGradGuard no_grad;
     for (TransformerBlock& layer : m.net().layers())
