@@ -214,7 +214,7 @@ void BatchDecoder::step(State& s, int64_t window, bool exact) {
 // add fused with the next norm; bias, rotary embedding and the cache write in one; attention over
 // the prompt and the own positions in one, reading the step from the device, so one graph serves
 // every step), and the sampler as one kernel (top-p below 1: torch operations). A small batch
-// (kernels::kMatvecRows rows at most) takes 5 a layer: its projections are matvec kernels with the
+// (at most matvec_rows rows, itself at most kernels::kMatvecRows) takes 5 a layer: its projections are matvec kernels with the
 // norm before them and the residual add or SwiGLU after, and the output's product writes the logits.
 void BatchDecoder::step_fused(State& s) {
   const LlamaConfig& c = net_.config();
