@@ -107,7 +107,8 @@ void BM_LlamaServerSample(benchmark::State& state) {
 
 // The decoder alone on a GPU at RL's sizes: model shape (0 = SmolLM2-135M, 1 = Qwen2.5-1.5B; random
 // weights, bfloat16), n completions, CUDA graphs on (1) or off (0), matvec_rows (-1: the default; 0:
-// matrix products at every n; 8: matvec kernels up to 8 rows); a 1,100-token prompt, 1,024 new
+// matrix products at every n; 8: matvec kernels up to 8 rows), attention_splits (-1 or 0: chosen per
+// batch; 1-64: that many blocks per sequence's keys); a 1,100-token prompt, 1,024 new
 // tokens each. The first generate() of a shape (graph capture) is timed apart: `setup_s`.
 // `tokens/s` counts the tokens generated (a completion that draws an end token stops early, rarely
 // with random weights); `steps/s` the decoding steps of the batch.
@@ -122,7 +123,8 @@ void BM_DecodeGpu(benchmark::State& state) {
   static std::map<std::string, std::unique_ptr<LmPolicy>> policies;
   const std::string spec = "lm:random:" + std::string(shapes[state.range(0)]) + ":1,device=cuda,dtype=bfloat16" +
                            (graphs ? "" : ",graphs=off") +
-                           (state.range(3) >= 0 ? ",matvec_rows=" + std::to_string(state.range(3)) : "");
+                           (state.range(3) >= 0 ? ",matvec_rows=" + std::to_string(state.range(3)) : "") +
+                           (state.range(4) > 0 ? ",attention_splits=" + std::to_string(state.range(4)) : "");
   std::unique_ptr<LmPolicy>& p = policies[spec];
   if (!p) {
     for (auto& [k, other] : policies) other.reset();  // one model on the GPU at a time
@@ -153,11 +155,13 @@ void BM_DecodeGpu(benchmark::State& state) {
   state.counters["steps/s"] = benchmark::Counter(static_cast<double>(steps), benchmark::Counter::kIsRate);
   state.counters["setup_s"] = setup;
   state.counters["graphs"] = static_cast<double>(m->decoder_counters().graphs_captured);
-  // KBRL_PROFILE_DIR: SmolLM2's shapes with graphs, n = 1 and 64: a generation of 256 new tokens
+  state.counters["attention_splits"] = static_cast<double>(m->decoder_counters().attention_splits);
+  // KBRL_PROFILE_DIR: SmolLM2's shapes with graphs and the default settings, n = 1 and 64: a generation of 256 new tokens
   // (its shape's buffers and graph made first), then another profiled (decode_n<N>.json: the
   // kernels of 256 steps; attention reads fewer own keys than in the timed 1,024).
   const char* profile_dir = std::getenv("KBRL_PROFILE_DIR");
-  if (profile_dir && *profile_dir && state.range(0) == 0 && graphs && (n == 1 || n == 64)) {
+  const bool defaults = state.range(3) < 0 && state.range(4) <= 0;
+  if (profile_dir && *profile_dir && state.range(0) == 0 && graphs && defaults && (n == 1 || n == 64)) {
     g.max_tokens = 256;
     m->generate(prompt, n, g);
     ++g.seed;
@@ -170,23 +174,29 @@ BENCHMARK(BM_DecodeCpu)->Arg(1)->Arg(kCompletions)->Unit(benchmark::kMillisecond
 BENCHMARK(BM_LlamaServerSample)->Args({kCompletions, 1})->Args({kCompletions, 0})->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 BENCHMARK(BM_SampleGpu)->Arg(1)->Arg(kCompletions)->Arg(64)->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
 BENCHMARK(BM_DecodeGpu)
-    ->ArgNames({"shape", "n", "graphs", "matvec_rows"})
-    ->Args({0, 1, 1, -1})
-    ->Args({0, 8, 1, -1})
-    ->Args({0, 64, 1, -1})
-    ->Args({0, 1, 0, -1})
-    ->Args({0, 64, 0, -1})
-    ->Args({1, 1, 1, -1})
-    ->Args({1, 64, 1, -1})
-    ->Args({0, 1, 1, 0})  // where matvec pays: each n with matrix products and with matvec kernels
-    ->Args({0, 2, 1, 0})
-    ->Args({0, 2, 1, 8})
-    ->Args({0, 4, 1, 0})
-    ->Args({0, 4, 1, 8})
-    ->Args({0, 6, 1, 0})
-    ->Args({0, 6, 1, 8})
-    ->Args({0, 8, 1, 0})
-    ->Args({0, 8, 1, 8})
+    ->ArgNames({"shape", "n", "graphs", "matvec_rows", "attention_splits"})
+    ->Args({0, 1, 1, -1, -1})
+    ->Args({0, 8, 1, -1, -1})
+    ->Args({0, 64, 1, -1, -1})
+    ->Args({0, 1, 0, -1, -1})
+    ->Args({0, 64, 0, -1, -1})
+    ->Args({1, 1, 1, -1, -1})
+    ->Args({1, 64, 1, -1, -1})
+    ->Args({0, 1, 1, 0, -1})  // where matvec pays: each n with matrix products and with matvec kernels
+    ->Args({0, 2, 1, 0, -1})
+    ->Args({0, 2, 1, 8, -1})
+    ->Args({0, 4, 1, 0, -1})
+    ->Args({0, 4, 1, 8, -1})
+    ->Args({0, 6, 1, 0, -1})
+    ->Args({0, 6, 1, 8, -1})
+    ->Args({0, 8, 1, 0, -1})
+    ->Args({0, 8, 1, 8, -1})
+    ->Args({0, 64, 1, -1, 1})  // attention's blocks per sequence at n = 64, against the chosen count
+    ->Args({0, 64, 1, -1, 2})
+    ->Args({0, 64, 1, -1, 3})
+    ->Args({0, 64, 1, -1, 4})
+    ->Args({0, 64, 1, -1, 6})
+    ->Args({0, 64, 1, -1, 8})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(2)
     ->UseRealTime();

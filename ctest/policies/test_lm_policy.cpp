@@ -351,6 +351,9 @@ TEST(LmPolicy, SpecErrorsNameTheProblem) {
   EXPECT_NE(error("lm:m.gguf,matvec_rows=9").find("matvec_rows"), std::string::npos);
   EXPECT_EQ(parse_lm_spec("lm:m.gguf,matvec_rows=0").model_options.matvec_rows, 0);
   EXPECT_EQ(parse_lm_spec("lm:m.gguf").model_options.matvec_rows, 4);
+  EXPECT_NE(error("lm:m.gguf,attention_splits=65").find("attention_splits"), std::string::npos);
+  EXPECT_EQ(parse_lm_spec("lm:m.gguf,attention_splits=3").model_options.attention_splits, 3);
+  EXPECT_EQ(parse_lm_spec("lm:m.gguf").model_options.attention_splits, 0);
   const LmOptions o = parse_lm_spec("lm:m.gguf,targets=q+v,max_tokens=64,device=cuda:1,dtype=bfloat16,graphs=off");
   EXPECT_EQ(o.lora_targets, (std::vector<std::string>{"q", "v"}));
   EXPECT_EQ(o.max_tokens, 64);

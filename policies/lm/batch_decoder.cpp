@@ -58,10 +58,11 @@ struct BatchDecoder::State {
   }
 };
 
-BatchDecoder::BatchDecoder(LlamaNet& net, bool cuda_graphs, int matvec_rows)
+BatchDecoder::BatchDecoder(LlamaNet& net, const ModelOptions& options)
     : net_(net),
-      cuda_graphs_(cuda_graphs && net.device().is_cuda()),
-      matvec_rows_(matvec_rows),
+      cuda_graphs_(options.cuda_graphs && net.device().is_cuda()),
+      matvec_rows_(options.matvec_rows),
+      attention_splits_(options.attention_splits),
       weights_(std::make_unique<DecoderWeights>()) {
 #if KBRL_TORCH_CUDA
   const LlamaConfig& c = net.config();
@@ -117,14 +118,18 @@ BatchDecoder::State& BatchDecoder::state_for(int n, int64_t prompt_length, int m
     s->act = torch::zeros({n, c.intermediate}, dt);
     s->chosen = torch::zeros({n}, i64);
 #if KBRL_TORCH_CUDA
-    const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-    s->attention_splits = kernels::attention_splits(n, KV, capacity + max_tokens, sms);
+    // Chosen for the keys a step reads on average over the completions' tokens.
+    s->attention_splits = attention_splits_ > 0
+                              ? std::min<int64_t>(attention_splits_, kernels::kMaxAttentionSplits)
+                              : kernels::attention_splits(n, KV, H / KV, D, net_.dtype() == torch::kBFloat16,
+                                                          capacity + max_tokens / 2);
+    counters_.attention_splits = s->attention_splits;
     s->attention_workspace = torch::zeros(
         {std::max<int64_t>(1, kernels::attention_workspace_floats(n, KV, H / KV, D, s->attention_splits))}, f32);
     s->attention_arrived = torch::zeros({n * KV}, dt.dtype(torch::kInt32));
     s->matvec = n <= matvec_rows_ && kernels::matvec_supported(n, c.hidden) &&
                 kernels::matvec_supported(n, H * D) && kernels::matvec_supported(n, c.intermediate);
-    s->max_blocks = 4 * sms;
+    s->max_blocks = 4 * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
 #endif
   }
   states_.push_front(std::move(s));

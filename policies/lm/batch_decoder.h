@@ -34,9 +34,10 @@ struct DecoderWeights;  // decoder_weights.h
 
 class BatchDecoder {
  public:
-  /// matvec_rows: on CUDA, batches of at most this many completions (at most kernels::kMatvecRows)
-  /// run their projections as decoder_kernels' matvec; larger ones as matrix products.
-  BatchDecoder(LlamaNet& net, bool cuda_graphs, int matvec_rows);
+  /// Reads options' cuda_graphs, matvec_rows (on CUDA, batches of at most this many completions run
+  /// their projections as decoder_kernels' matvec; larger ones as matrix products) and
+  /// attention_splits (0: kernels::attention_splits decides).
+  BatchDecoder(LlamaNet& net, const ModelOptions& options);
   ~BatchDecoder();
 
   std::vector<Generation> generate(const std::vector<int>& prompt, int n, const GenerateOptions& options,
@@ -58,6 +59,7 @@ class BatchDecoder {
   LlamaNet& net_;
   bool cuda_graphs_;
   int matvec_rows_;
+  int attention_splits_;
   bool fused_ = false;  // CUDA, bfloat16 or float32, a head size and grouping the kernels serve
   std::unique_ptr<DecoderWeights> weights_;
   std::list<std::unique_ptr<State>> states_;  // most recently used first; a few kept

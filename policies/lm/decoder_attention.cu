@@ -19,7 +19,7 @@ using namespace math;
 
 constexpr int kWarps = 8;
 
-constexpr int kMaxSplits = 64;  // attention_splits' upper bound
+constexpr int kMaxSplits = kMaxAttentionSplits;
 constexpr int kMaxGroup = 8;
 
 // The shares of one (sequence, kv head) merged by the block that finished last: warp g weighs head
@@ -58,6 +58,12 @@ __device__ void merge_shares(const float* partial, T* out, int i, int kv, int kv
   }
 }
 
+// The keys each lane group reads per iteration (their loads in flight together).
+template <class T, int G>
+__host__ __device__ constexpr int unroll() {
+  return sizeof(T) == 2 && G <= 4 ? 4 : 2;
+}
+
 // G query heads share a key/value head. Each lane group reads kUnroll keys per iteration (their loads
 // in flight together), scores them for every head, and folds them into the running softmax under one
 // common maximum.
@@ -68,7 +74,7 @@ __global__ void __launch_bounds__(kWarps * 32)
                      int n, int prompt_capacity, int max_tokens, float root_d) {
   constexpr int kLanes = D / 8;         // lanes per key
   constexpr int kPerWarp = 32 / kLanes;  // keys a warp reads at once
-  constexpr int kUnroll = sizeof(T) == 2 && G <= 4 ? 4 : 2;
+  constexpr int kUnroll = unroll<T, G>();
   const int i = blockIdx.x, kv = blockIdx.y, kv_heads = gridDim.y, split = blockIdx.z, splits = gridDim.z;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int sub = lane / kLanes, e0 = (lane % kLanes) * 8;
@@ -221,18 +227,39 @@ void launch_attention(const AttentionArgs& a) {
       sqrtf(static_cast<float>(D)));
 }
 
-template <class T, int D>
-void attention_for_group(const AttentionArgs& a) {
-  switch (a.group) {
-    case 1: return launch_attention<T, D, 1>(a);
-    case 2: return launch_attention<T, D, 2>(a);
-    case 3: return launch_attention<T, D, 3>(a);
-    case 4: return launch_attention<T, D, 4>(a);
-    case 5: return launch_attention<T, D, 5>(a);
-    case 6: return launch_attention<T, D, 6>(a);
-    case 7: return launch_attention<T, D, 7>(a);
-    default: return launch_attention<T, D, 8>(a);
+// One shape of the kernel (element type, head size, group) as a type, for generic lambdas.
+template <class T, int D, int G>
+struct Shape {
+  using Elem = T;
+  static constexpr int kD = D, kG = G;
+};
+
+template <class T, int D, class F>
+void for_group(int64_t group, F&& f) {
+  switch (group) {
+    case 1: return f(Shape<T, D, 1>{});
+    case 2: return f(Shape<T, D, 2>{});
+    case 3: return f(Shape<T, D, 3>{});
+    case 4: return f(Shape<T, D, 4>{});
+    case 5: return f(Shape<T, D, 5>{});
+    case 6: return f(Shape<T, D, 6>{});
+    case 7: return f(Shape<T, D, 7>{});
+    default: return f(Shape<T, D, 8>{});
   }
+}
+
+// f(Shape<...>{}) for the kernel serving these shapes (fused_step_supported's).
+template <class F>
+void for_shape(bool bf16, int64_t head_dim, int64_t group, F&& f) {
+  if (!fused_step_supported(head_dim, group))
+    throw std::invalid_argument("kbrl decoder attention: head_dim " + std::to_string(head_dim) + ", group " +
+                                std::to_string(group) + " not supported");
+  if (bf16) {
+    if (head_dim == 64) return for_group<__nv_bfloat16, 64>(group, f);
+    return for_group<__nv_bfloat16, 128>(group, f);
+  }
+  if (head_dim == 64) return for_group<float, 64>(group, f);
+  return for_group<float, 128>(group, f);
 }
 
 }  // namespace
@@ -241,9 +268,28 @@ bool fused_step_supported(int64_t head_dim, int64_t group) {
   return (head_dim == 64 || head_dim == 128) && group >= 1 && group <= 8;
 }
 
-int64_t attention_splits(int64_t n, int64_t kv_heads, int64_t max_keys, int multiprocessors) {
-  const int64_t blocks = n * kv_heads, want = (2 * multiprocessors + blocks - 1) / blocks;
-  return std::max<int64_t>(1, std::min<int64_t>({want, kMaxSplits, max_keys / 32}));
+int64_t attention_splits(int64_t n, int64_t kv_heads, int64_t group, int64_t head_dim, bool bf16, int64_t keys) {
+  int per_sm = 0, keys_per_iteration = 0, device = 0, sms = 0;
+  for_shape(bf16, head_dim, group, [&](auto shape) {
+    using S = decltype(shape);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, attention_kernel<typename S::Elem, S::kD, S::kG>,
+                                                  kWarps * 32, 0);
+    keys_per_iteration = kWarps * (256 / S::kD) * unroll<typename S::Elem, S::kG>();
+  });
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  check_launch("attention_splits");
+  const int64_t resident = std::max<int64_t>(1, static_cast<int64_t>(per_sm) * sms), blocks = n * kv_heads;
+  // A block's time in loop iterations: its share of the keys, plus one for what follows the loop
+  // and one more for the merge when the keys are shared.
+  int64_t best = 1;
+  double best_cost = 0;
+  for (int64_t s = 1; s <= std::min<int64_t>(kMaxSplits, std::max<int64_t>(1, keys / 16)); ++s) {
+    const double waves = static_cast<double>((blocks * s + resident - 1) / resident);
+    const double cost = waves * (static_cast<double>(keys) / static_cast<double>(s * keys_per_iteration) + (s > 1 ? 2 : 1));
+    if (s == 1 || cost < best_cost) best = s, best_cost = cost;
+  }
+  return best;
 }
 
 int64_t attention_workspace_floats(int64_t n, int64_t kv_heads, int64_t group, int64_t head_dim, int64_t splits) {
@@ -254,23 +300,13 @@ void attention(const void* q, const void* prompt_k, const void* prompt_v, const 
                const int64_t* prompt_length, const int64_t* step, void* out, float* workspace, int* arrived,
                int64_t splits, int64_t n, int64_t kv_heads, int64_t group, int64_t head_dim, int64_t prompt_capacity,
                int64_t max_tokens, bool bf16, void* stream) {
-  if (!fused_step_supported(head_dim, group))
-    throw std::invalid_argument("kbrl decoder attention: head_dim " + std::to_string(head_dim) + ", group " +
-                                std::to_string(group) + " not supported");
   const AttentionArgs a{q,        prompt_k,  prompt_v, own_k,           own_v,      prompt_length,
                         step,     out,       workspace, arrived,        n,          kv_heads,
                         group,    prompt_capacity, max_tokens, splits,   static_cast<cudaStream_t>(stream)};
-  if (bf16) {
-    if (head_dim == 64)
-      attention_for_group<__nv_bfloat16, 64>(a);
-    else
-      attention_for_group<__nv_bfloat16, 128>(a);
-  } else {
-    if (head_dim == 64)
-      attention_for_group<float, 64>(a);
-    else
-      attention_for_group<float, 128>(a);
-  }
+  for_shape(bf16, head_dim, group, [&](auto shape) {
+    using S = decltype(shape);
+    launch_attention<typename S::Elem, S::kD, S::kG>(a);
+  });
   check_launch("attention");
 }
 

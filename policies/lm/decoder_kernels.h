@@ -22,9 +22,12 @@ void rope_qkv(const void* qkv, const void* bias, const float* cos, const float* 
               const int64_t* step, void* q_out, void* own_k, void* own_v, int64_t n, int64_t heads, int64_t kv_heads,
               int64_t head_dim, int64_t max_tokens, bool bf16, void* stream);
 
-/// How many blocks share one sequence's keys (flash-decoding): enough blocks for about two per SM,
-/// at most 64, at least 32 keys each.
-int64_t attention_splits(int64_t n, int64_t kv_heads, int64_t max_keys, int multiprocessors);
+/// How many blocks share one sequence's keys (flash-decoding), for a step reading `keys` keys per
+/// sequence on the current device: the count whose blocks, in waves of as many as the GPU holds at
+/// once (its SMs times the kernel's occupancy), finish first, counting each block's loop over its
+/// keys and a fixed cost per block (its merge). At most kMaxAttentionSplits, at least 16 keys each.
+constexpr int64_t kMaxAttentionSplits = 64;
+int64_t attention_splits(int64_t n, int64_t kv_heads, int64_t group, int64_t head_dim, bool bf16, int64_t keys);
 /// The float32 workspace attention() needs for `splits` (0 when 1).
 int64_t attention_workspace_floats(int64_t n, int64_t kv_heads, int64_t group, int64_t head_dim, int64_t splits);
 

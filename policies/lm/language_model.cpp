@@ -207,7 +207,7 @@ LanguageModel::LanguageModel(const ModelFile& file, const ModelOptions& options)
       chat_(file.chat),
       name_(file.name),
       source_(file.source),
-      decoder_(std::make_unique<BatchDecoder>(*net_, options.cuda_graphs, options.matvec_rows)) {
+      decoder_(std::make_unique<BatchDecoder>(*net_, options)) {
   KBRL_CHECK_INPUT(tokenizer_.vocab_size() <= file.config.vocab_size, "{}: the tokenizer has {} tokens, the model {}",
                    file.source, tokenizer_.vocab_size(), file.config.vocab_size);
   net_->set_fused(options.fused);
@@ -221,7 +221,7 @@ LanguageModel::LanguageModel(const LlamaConfig& config, TokenizerData tokenizer,
       chat_(std::move(chat)),
       name_(fmt::format("random-llama-{}x{}", config.layers, config.hidden)),
       source_(fmt::format("random weights (seed {})", seed)),
-      decoder_(std::make_unique<BatchDecoder>(*net_, options.cuda_graphs, options.matvec_rows)) {
+      decoder_(std::make_unique<BatchDecoder>(*net_, options)) {
   KBRL_CHECK_INPUT(tokenizer_.vocab_size() <= config.vocab_size, "the tokenizer has {} tokens, the model {}",
                    tokenizer_.vocab_size(), config.vocab_size);
   net_->set_fused(options.fused);

@@ -25,14 +25,16 @@ struct ModelOptions {
   std::string dtype = "float32";  // float32 | bfloat16 (the base weights and activations; LoRA is float32)
   bool cuda_graphs = true;         // on a GPU, each decoding step is a CUDA graph replay (batch_decoder.h)
   int matvec_rows = 4;             // on a GPU, batches of at most this many completions (0-8) decode with matvec kernels
+  int attention_splits = 0;        // on a GPU, blocks sharing one sequence's keys in attention (1-64; 0: chosen per batch)
   bool fused = true;               // fused attention and chunked log-probs in scoring and updates; false: plain tensor ops
   int64_t score_chunk_rows = 0;    // rows of the output's logits computed at a time when fused; 0 = about 256 MiB
 };
 
 /// What the sampler did so far: CUDA graphs captured and replayed, steps run without a graph,
-/// refreshes of its sampling copy of the weights (after a weight or adapter changed).
+/// refreshes of its sampling copy of the weights (after a weight or adapter changed); the blocks
+/// per sequence of the fused step's attention in the batch shape set up last (0: none yet).
 struct DecoderCounters {
-  int64_t graphs_captured = 0, graph_replays = 0, eager_steps = 0, weight_refreshes = 0;
+  int64_t graphs_captured = 0, graph_replays = 0, eager_steps = 0, weight_refreshes = 0, attention_splits = 0;
 };
 
 struct GenerateOptions {

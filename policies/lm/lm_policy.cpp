@@ -13,7 +13,7 @@ namespace kbrl::lm {
 namespace {
 
 constexpr std::string_view kKeys =
-    "device, dtype, graphs, matvec_rows, fused, max_tokens, top_p, style, shots, system, targets, micro_batch, checkpoint, pool, "
+    "device, dtype, graphs, matvec_rows, attention_splits, fused, max_tokens, top_p, style, shots, system, targets, micro_batch, checkpoint, pool, "
     "adapter";
 const std::vector<std::string> kTargets = {"q", "k", "v", "o", "gate", "up", "down"};
 
@@ -97,6 +97,8 @@ LmOptions parse_lm_spec(std::string_view spec) {
       o.model_options.cuda_graphs = value == "on";
     } else if (key == "matvec_rows") {
       o.model_options.matvec_rows = static_cast<int>(parse_spec_int(key, value, 0, 8));
+    } else if (key == "attention_splits") {
+      o.model_options.attention_splits = static_cast<int>(parse_spec_int(key, value, 0, 64));
     } else if (key == "fused") {
       KBRL_CHECK_INPUT(value == "on" || value == "off", "policy spec: fused={} (expected on or off)", value);
       o.model_options.fused = value == "on";
