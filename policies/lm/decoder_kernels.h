@@ -34,7 +34,7 @@ int64_t attention_workspace_floats(int64_t n, int64_t kv_heads, int64_t group, i
 /// Grouped-query attention of q [KV, n, G, D] over the shared prompt's keys/values [KV, Pc, D]
 /// (positions < prompt_length) and each sequence's own [KV, n, M, D] (positions <= step); the
 /// result in out [n, KV * G * D] (head kv * G + g). Scores are rounded to the element type and
-/// divided by sqrt(D) before a float32 softmax. With splits > 1 the keys are shared out over that
+/// scaled by 1 / sqrt(D) before a float32 softmax (taken in base 2). With splits > 1 the keys are shared out over that
 /// many blocks per sequence, each writing its share to `workspace`; the last block of a sequence
 /// to finish (counted in `arrived`, n * KV ints, zero before the first call and left zero) merges them.
 void attention(const void* q, const void* prompt_k, const void* prompt_v, const void* own_k, const void* own_v,
