@@ -183,10 +183,16 @@ void BatchDecoder::step(State& s, int64_t window, bool exact) {
       exact ? torch::Tensor()
             : torch::cat({torch::arange(P, i64) >= s.prompt_length, torch::arange(window, i64) > s.step});
   const double root_d = std::sqrt(static_cast<double>(D));
+  // x @ weight^T. One row on a CPU as a matrix-vector product: the BLAS reads the weight once,
+  // where its matrix product with one row first copies all of the weight into its panels.
+  const auto project = [&](const torch::Tensor& rows, const torch::Tensor& weight) {
+    if (n == 1 && rows.device().is_cpu()) return torch::mv(weight, rows.view({-1})).view({1, -1});
+    return torch::matmul(rows, weight.t());
+  };
   torch::Tensor x = w.embedding.index_select(0, chosen.view({n}));  // [n, hidden]
   for (size_t l = 0; l < w.layers.size(); ++l) {
     const DecoderWeights::Layer& L = w.layers[l];
-    torch::Tensor qkv = torch::matmul(rms_norm(x, L.attn_norm, c.rms_eps), L.qkv.t());
+    torch::Tensor qkv = project(rms_norm(x, L.attn_norm, c.rms_eps), L.qkv);
     if (L.qkv_bias.defined()) qkv = qkv + L.qkv_bias;
     const torch::Tensor q = apply_rope(qkv.narrow(1, 0, H * D).view({n, H, D}), cos, sin);
     const torch::Tensor k = apply_rope(qkv.narrow(1, H * D, KV * D).view({n, KV, D}), cos, sin);
@@ -206,11 +212,11 @@ void BatchDecoder::step(State& s, int64_t window, bool exact) {
     const torch::Tensor out =
         torch::matmul(p.narrow(-1, 0, P).reshape({KV, n * G, P}), s.prompt_v[l]).view({KV, n, G, D}) +
         torch::matmul(p.narrow(-1, P, window), own_values);
-    x = x + torch::matmul(out.transpose(0, 1).reshape({n, H * D}), L.o.t());
-    const torch::Tensor gu = torch::matmul(rms_norm(x, L.ffn_norm, c.rms_eps), L.gate_up.t());
-    x = x + torch::matmul(torch::silu(gu.narrow(1, 0, I)) * gu.narrow(1, I, I), L.down.t());
+    x = x + project(out.transpose(0, 1).reshape({n, H * D}), L.o);
+    const torch::Tensor gu = project(rms_norm(x, L.ffn_norm, c.rms_eps), L.gate_up);
+    x = x + project(torch::silu(gu.narrow(1, 0, I)) * gu.narrow(1, I, I), L.down);
   }
-  s.logits.copy_(torch::matmul(rms_norm(x, w.final_norm, c.rms_eps), w.output.t()));
+  s.logits.copy_(project(rms_norm(x, w.final_norm, c.rms_eps), w.output));
   s.step.add_(1);
 }
 
