@@ -19,7 +19,6 @@ using namespace math;
 
 constexpr int kWarps = 8;
 
-constexpr int kMaxSplits = kMaxAttentionSplits;
 constexpr int kMaxGroup = 8;
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -32,7 +31,7 @@ __device__ void merge_shares(const float* partial, T* out, int i, int kv, int kv
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t stride = static_cast<int64_t>(G) * (D + 2);  // between one share and the next
   const float* base = partial + static_cast<int64_t>(i * kv_heads + kv) * splits * stride;
-  __shared__ float weight[kMaxSplits][kMaxGroup];
+  __shared__ float weight[kMaxAttentionSplits][kMaxGroup];
   if (warp < G) {
     const int g = warp;
     float ms[2], ls[2];
@@ -281,17 +280,7 @@ int64_t attention_splits(int64_t n, int64_t kv_heads, int64_t group, int64_t hea
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   check_launch("attention_splits");
-  const int64_t resident = std::max<int64_t>(1, static_cast<int64_t>(per_sm) * sms), blocks = n * kv_heads;
-  // A block's time in loop iterations: its share of the keys, plus one for what follows the loop
-  // and one more for the merge when the keys are shared.
-  int64_t best = 1;
-  double best_cost = 0;
-  for (int64_t s = 1; s <= std::min<int64_t>(kMaxSplits, std::max<int64_t>(1, keys / 16)); ++s) {
-    const double waves = static_cast<double>((blocks * s + resident - 1) / resident);
-    const double cost = waves * (static_cast<double>(keys) / static_cast<double>(s * keys_per_iteration) + (s > 1 ? 2 : 1));
-    if (s == 1 || cost < best_cost) best = s, best_cost = cost;
-  }
-  return best;
+  return fewest_wave_splits(n * kv_heads, static_cast<int64_t>(per_sm) * sms, keys, keys_per_iteration);
 }
 
 int64_t attention_workspace_floats(int64_t n, int64_t kv_heads, int64_t group, int64_t head_dim, int64_t splits) {

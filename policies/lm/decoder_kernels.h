@@ -3,6 +3,7 @@
 // decoder_attention.cu, decoder_matvec.cu, decoder_sampler.cu; built only against a CUDA libtorch). Plain pointers and a stream, no libtorch: the caller owns the buffers.
 // Element type: bfloat16 (`bf16` true) or float32; every sum is taken in float32 and each kernel
 // rounds where the torch-ops step rounds (batch_decoder.cpp's step_reference).
+#include <algorithm>
 #include <cstdint>
 
 namespace kbrl::lm::kernels {
@@ -23,11 +24,28 @@ void rope_qkv(const void* qkv, const void* bias, const float* cos, const float* 
               int64_t head_dim, int64_t max_tokens, bool bf16, void* stream);
 
 /// How many blocks share one sequence's keys (flash-decoding), for a step reading `keys` keys per
-/// sequence on the current device: the count whose blocks, in waves of as many as the GPU holds at
-/// once (its SMs times the kernel's occupancy), finish first, counting each block's loop over its
-/// keys and a fixed cost per block (its merge). At most kMaxAttentionSplits, at least 16 keys each.
-constexpr int64_t kMaxAttentionSplits = 64;
+/// sequence on the current device: fewest_wave_splits with the blocks the GPU holds at once (its SMs
+/// times the attention kernel's occupancy) and the keys the kernel's loop reads per iteration.
 int64_t attention_splits(int64_t n, int64_t kv_heads, int64_t group, int64_t head_dim, bool bf16, int64_t keys);
+
+constexpr int64_t kMaxAttentionSplits = 64;
+
+/// The split count whose blocks (`blocks` per split: sequences times key/value heads), in waves of
+/// `resident` blocks, finish first: waves times a block's time in loop iterations, its share of the
+/// keys plus one for what follows the loop and one more for the merge when the keys are shared. At
+/// most kMaxAttentionSplits, at least 16 keys each; the fewest splits among equals.
+inline int64_t fewest_wave_splits(int64_t blocks, int64_t resident, int64_t keys, int64_t keys_per_iteration) {
+  resident = std::max<int64_t>(1, resident);
+  int64_t best = 1;
+  double best_cost = 0;
+  for (int64_t s = 1; s <= std::min<int64_t>(kMaxAttentionSplits, std::max<int64_t>(1, keys / 16)); ++s) {
+    const double waves = static_cast<double>((blocks * s + resident - 1) / resident);
+    const double cost =
+        waves * (static_cast<double>(keys) / static_cast<double>(s * keys_per_iteration) + (s > 1 ? 2 : 1));
+    if (s == 1 || cost < best_cost) best = s, best_cost = cost;
+  }
+  return best;
+}
 /// The float32 workspace attention() needs for `splits` (0 when 1).
 int64_t attention_workspace_floats(int64_t n, int64_t kv_heads, int64_t group, int64_t head_dim, int64_t splits);
 
