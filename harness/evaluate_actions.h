@@ -1,12 +1,13 @@
 #pragma once
-// The evaluator's way in from a policy's actions (text or knobs): each action prepared (realized
-// into a candidate, kernels/action.h, and described as its record describes it), a text that yields
-// none recorded as its format error, the rest keyed under the observation, every key evaluated once
-// (not at all when the caller's store has it: harness/record/keyed_work.h, where kbrl serve removes
-// its duplicates too), and every record put into that one keyed store. The experiments' environment
-// and `kbrl sweep` call evaluate_actions; `kbrl serve` prepares its items with prepare_action and
-// records those without a candidate with record_without_candidate, then queues the rest through
-// evaluate_each (serve/scheduler_dispatch.cpp).
+// The evaluator's one way in for a batch of submissions (evaluate_batch): each submission prepared
+// (a policy's action realized into a candidate, kernels/action.h, and described as its record
+// describes it), keyed under its observation, claimed in the caller's keyed store
+// (harness/record/keyed_work.h: the store knows the key, another waiter leads it, or this batch
+// leads it), a text that yields no candidate recorded as its format error, and every candidate
+// this batch leads evaluated once, each record handed back as it is made. The experiments'
+// environment and `kbrl sweep` call evaluate_actions (a map of records as the store); `kbrl serve`'s
+// dispatchers call evaluate_batch with the scheduler's store, shared by every GPU and job
+// (serve/scheduler_dispatch.cpp).
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include <harness/evaluator.h>
+#include <harness/record/keyed_work.h>
 #include <kernels/action.h>
 
 namespace kbrl {
@@ -40,6 +42,36 @@ PreparedAction prepare_action(const TaskSpec& task, const ActionSubmission& subm
 /// reason and outcome (format_error, or unsupported_format).
 EvalRecord record_without_candidate(Evaluator& evaluator, int task_id, const PreparedAction& action,
                                     const std::optional<std::string>& policy);
+
+/// One submission of a batch: its task, its prepared action, the observation it is keyed under.
+struct BatchItem {
+  int task_id = 0;
+  const PreparedAction* action = nullptr;
+  const std::string* observation = nullptr;
+};
+
+/// The caller's side of evaluate_batch: its keyed store and where each record goes. Each item is
+/// claimed in order before any candidate is evaluated; an item without a candidate that leads its
+/// key gets its record (a format error) at once.
+class BatchCaller {
+ public:
+  virtual ~BatchCaller() = default;
+  /// Item `i`'s record key (`candidate`: whether it has a candidate to evaluate; else its record is
+  /// a format error). `leads`: this batch makes the record and hands it to made(); `known` and
+  /// `joined`: the caller answers the item itself.
+  virtual KeyClaim claim(size_t i, const std::string& key, bool candidate) = 0;
+  /// The record of item `i`, which led its key: made now, or taken from the attached rollout log.
+  virtual void made(size_t i, const EvalRecord& record) = 0;
+  /// Asked before each candidate after the first that needs the GPU: false leaves the rest.
+  virtual bool go_on() { return true; }
+};
+
+/// `items` evaluated through `evaluator` for `policy` (recorded in each record), duplicates removed
+/// against the caller's store. Returns the items that led their key and were left unevaluated
+/// (go_on said no), in order: the caller releases their keys. Throws on a harness fault
+/// (Evaluator::evaluate_each); records made before it were handed over.
+std::vector<size_t> evaluate_batch(Evaluator& evaluator, const std::vector<BatchItem>& items,
+                                   const std::optional<std::string>& policy, BatchCaller& caller);
 
 /// What became of one submission: the key of its record in the store.
 struct SubmittedAction {

@@ -127,6 +127,7 @@ class Scheduler {
     std::vector<int> lost_on;  // the GPUs whose worker failed while holding this item
   };
   struct Gpu;
+  class GroupCaller;  // a group of run_batch's items as evaluate_batch's caller (scheduler_dispatch.cpp)
 
   std::vector<Entry> take_batch(std::unique_lock<std::mutex>& lock);
   void dispatch(Gpu& gpu);

@@ -138,6 +138,63 @@ void Scheduler::requeue(std::vector<Entry> entries) {
   work_.notify_all();
 }
 
+// A group of run_batch's items (one Evaluator's) as evaluate_batch's caller: the scheduler's keyed
+// store, shared by every GPU and job, under its lock; the records go to their waiters as they are
+// made. A format error is recorded at once and not shared with other items (serve never has).
+class Scheduler::GroupCaller : public BatchCaller {
+ public:
+  Scheduler& s;
+  std::vector<Entry*>& group;
+  std::vector<std::string> keys;     // each item's key, once claimed
+  std::vector<std::string> leading;  // keys this dispatcher evaluates (other entries may join them)
+  size_t handled = 0;                // entries of the group answered, joined or leading
+
+  GroupCaller(Scheduler& scheduler, std::vector<Entry*>& entries)
+      : s(scheduler), group(entries), keys(entries.size()) {}
+
+  KeyClaim claim(size_t i, const std::string& key, bool candidate) override {
+    keys[i] = key;
+    if (!candidate) return KeyClaim::leads;  // a format error: recorded at once, not shared
+    std::optional<EvalRecord> known;
+    KeyClaim claim;
+    {
+      std::lock_guard lock(s.mutex_);
+      claim = s.keyed_.claim(key, *group[i], &known);
+      if (claim == KeyClaim::leads) leading.push_back(key);
+      if (claim == KeyClaim::known) {
+        s.count_answered(known->outcome, 1);
+        s.metrics_.deduplicated += 1;
+      }
+    }
+    handled = i + 1;
+    if (known) group[i]->job->complete(group[i]->index, *known);
+    return claim;
+  }
+  void made(size_t i, const EvalRecord& record) override {
+    if (!group[i]->item->prepared.real.candidate) {
+      {
+        std::lock_guard lock(s.mutex_);
+        s.count_answered(record.outcome, 1);
+      }
+      group[i]->job->complete(group[i]->index, record);
+      handled = i + 1;
+      return;
+    }
+    {
+      std::lock_guard lock(s.mutex_);
+      s.metrics_.compile_seconds += record.compile.seconds;
+      s.metrics_.kernel_seconds += kernel_seconds(record);
+    }
+    s.answer(keys[i], record);
+  }
+  // The later groups of this batch and this group's items not started go back to the queue
+  // when it is empty and another GPU waits for work (never with one GPU: none waits then).
+  bool go_on() override {
+    std::lock_guard lock(s.mutex_);
+    return !(s.queued_ == 0 && s.idle_ > 0);
+  }
+};
+
 void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
   // Items one Evaluator serves (the same settings) go together, in their order.
   std::vector<std::string> order;
@@ -151,73 +208,23 @@ void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
   }
   for (size_t g = 0; g < order.size(); ++g) {
     std::vector<Entry*>& group = groups[order[g]];
-    std::vector<std::string> leading;  // keys this dispatcher evaluates (other entries may join them)
-    size_t handled = 0;                // entries of the group answered, joined or leading
+    GroupCaller caller(*this, group);
     try {
       Evaluator& evaluator = gpu.evaluators.get(*group.front()->item, log_.get(), options_.evaluators_per_gpu);
-      std::vector<KeyedCandidate> todo;
-      std::vector<std::pair<std::string, ActionInfo>> actions;
-      for (; handled < group.size(); ++handled) {
-        Entry* e = group[handled];
-        const PreparedItem& item = *e->item;
-        if (!item.prepared.real.candidate) {
-          const EvalRecord record = record_without_candidate(evaluator, item.task_id, item.prepared, std::nullopt);
-          {
-            std::lock_guard lock(mutex_);
-            count_answered(record.outcome, 1);
-          }
-          e->job->complete(e->index, record);
-          continue;
-        }
-        // may start the worker (the device's arch)
-        KeyedCandidate keyed = evaluator.keyed(*item.prepared.real.candidate, item.observation);
-        std::optional<EvalRecord> known;
-        {
-          std::lock_guard lock(mutex_);
-          const auto claim = keyed_.claim(keyed.key, *e, &known);
-          if (claim == Keyed::Claim::joined) continue;  // answered with the one in flight
-          if (claim == Keyed::Claim::leads) {
-            leading.push_back(keyed.key);
-          } else {
-            count_answered(known->outcome, 1);
-            metrics_.deduplicated += 1;
-          }
-        }
-        if (known) {
-          e->job->complete(e->index, *known);
-          continue;
-        }
-        todo.push_back(std::move(keyed));
-        actions.emplace_back(item.prepared.real.raw, item.prepared.info);
-      }
-      if (todo.empty()) continue;
-      // The later groups of this batch and this group's items not started go back to the queue
-      // when it is empty and another GPU waits for work (never with one GPU: none waits then).
-      const auto others_wait = [&] {
-        std::lock_guard lock(mutex_);
-        return queued_ == 0 && idle_ > 0;
-      };
+      std::vector<BatchItem> items;
+      for (const Entry* e : group) items.push_back({e->item->task_id, &e->item->prepared, &e->item->observation});
       const auto start = Clock::now();
-      const std::vector<size_t> left = evaluator.evaluate_each(
-          todo,
-          [&](size_t i, const EvalRecord& r) {
-            {
-              std::lock_guard lock(mutex_);
-              metrics_.compile_seconds += r.compile.seconds;
-              metrics_.kernel_seconds += kernel_seconds(r);
-            }
-            answer(todo[i].key, r);
-          },
-          [&] { return !others_wait(); }, actions);
+      const std::vector<size_t> left = evaluate_batch(evaluator, items, std::nullopt, caller);
+      if (caller.leading.empty()) continue;  // nothing needed the GPU
       const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-      leading.clear();
+      caller.leading.clear();
       set_state(gpu, "up");
       std::lock_guard lock(mutex_);
       metrics_.gpu_seconds += seconds;
       if (left.empty()) continue;
       std::vector<Entry> back;
       for (size_t i : left)
-        for (Entry& w : keyed_.release(todo[i].key)) back.push_back(std::move(w));
+        for (Entry& w : keyed_.release(caller.keys[i])) back.push_back(std::move(w));
       for (size_t later = g + 1; later < order.size(); ++later)
         for (Entry* e : groups[order[later]]) back.push_back(std::move(*e));
       requeue(std::move(back));
@@ -231,9 +238,9 @@ void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
       {
         std::lock_guard lock(mutex_);
         std::vector<Entry> held;
-        for (const std::string& key : leading)
+        for (const std::string& key : caller.leading)
           for (Entry& w : keyed_.release(key)) held.push_back(std::move(w));
-        for (size_t i = handled; i < group.size(); ++i) held.push_back(*group[i]);
+        for (size_t i = caller.handled; i < group.size(); ++i) held.push_back(*group[i]);
         mark_down(gpu, e.what());
         const size_t others_up = static_cast<size_t>(std::count_if(
             gpus_.begin(), gpus_.end(), [&](const auto& other) { return other.get() != &gpu && other->state != "down"; }));

@@ -15,6 +15,13 @@
 
 namespace kbrl {
 
+/// What a claim of a key found (KeyedWork::claim, and evaluate_batch's callers).
+enum class KeyClaim {
+  known,   // its record is known: the caller has it
+  joined,  // another waiter leads its evaluation: its finish answers this one too
+  leads,   // the caller evaluates it, then finishes it (or releases it if it does not)
+};
+
 /// `Known` holds finished records: `std::optional<EvalRecord> find(key)` (or a pointer-like result
 /// that tests false when absent) and `remember(key, record)`.
 template <class Waiter, class Known>
@@ -22,13 +29,9 @@ class KeyedWork {
  public:
   explicit KeyedWork(Known known) : known_(std::move(known)) {}
 
-  enum class Claim {
-    known,   // its record is known: `*record` holds it
-    joined,  // another waiter leads its evaluation: finish() answers this one too
-    leads,   // the caller evaluates it, then calls finish() (or release() if it does not)
-  };
+  using Claim = KeyClaim;
 
-  /// `waiter` wants the record of `key`.
+  /// `waiter` wants the record of `key` (known: `*record` holds it).
   Claim claim(const std::string& key, Waiter waiter, std::optional<EvalRecord>* record = nullptr) {
     if (auto found = known_.find(key)) {
       if (record) *record = *found;
