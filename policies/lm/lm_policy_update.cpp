@@ -112,7 +112,12 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
     for (size_t i = static_cast<size_t>(group->rank()); i < batch.size(); i += static_cast<size_t>(group->size()))
       share.push_back(batch[i]);
   const std::vector<TrainItem>& mine = group ? share : batch;
-  double loss_sum = 0, entropy_sum = 0, kl_sum = 0, clipped = 0;
+  // The statistics' sums (loss, entropy, KL, clipped tokens) stay on the device, in float64, added
+  // in the order the host added them, and are read once after the last micro-batch: reading each
+  // micro-batch's would wait for its backward pass before the next one is queued.
+  std::vector<torch::Tensor> sums(4);
+  for (torch::Tensor& t : sums) t = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(dev));
+  const auto add = [&](int which, const torch::Tensor& value) { sums[which].add_(value.detach().to(torch::kFloat64)); };
   for_each_micro_batch(*this, mine, [&](const MicroBatch& m) {
     const std::vector<int>& prompt = m.prompt;
     std::vector<std::vector<int>> tokens;
@@ -162,7 +167,7 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
       const torch::Tensor ratio = torch::exp(s.logprobs - old_lp);
       const double eps = config.clip_epsilon;
       term = torch::min(ratio * A, ratio.clamp(1 - eps, 1 + eps) * A);
-      clipped += ((ratio - 1).abs().gt(eps).to(torch::kFloat32) * mask).sum().item<double>();
+      add(3, ((ratio - 1).abs().gt(eps).to(torch::kFloat32) * mask).sum());
     }
     torch::Tensor loss = -(term * W * mask).sum();
     if (config.entropy_coef != 0) loss = loss - config.entropy_coef * (s.entropy * W).sum();  // W is 0 off completions
@@ -170,11 +175,11 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
       const torch::Tensor d = ref - s.logprobs;  // k3 estimator of KL(policy || reference) per token
       const torch::Tensor kl = (torch::exp(d) - d - 1) * mask;
       loss = loss + config.kl_coef * (kl * W).sum();
-      kl_sum += kl.sum().item<double>();
+      add(2, kl.sum());
     }
     loss.backward();
-    loss_sum += loss.item<double>();
-    entropy_sum += (s.entropy.detach() * mask).sum().item<double>();
+    add(0, loss);
+    add(1, (s.entropy.detach() * mask).sum());
   });
   const auto params = impl_->trainable();
   if (group) {  // the gradients and the statistics summed over the group
@@ -190,17 +195,24 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
         shared.mutable_grad() = summed.to(p.dtype()).clone();
       at += p.numel();
     }
-    std::vector<torch::Tensor> sums = {torch::tensor({loss_sum, entropy_sum, kl_sum, clipped}, torch::kFloat64).to(dev)};
-    impl_->group->sum(sums);
-    const torch::Tensor host = sums[0].to(torch::kCPU);
-    loss_sum = host[0].item<double>();
-    entropy_sum = host[1].item<double>();
-    kl_sum = host[2].item<double>();
-    clipped = host[3].item<double>();
+    std::vector<torch::Tensor> stacked = {torch::stack(sums)};
+    impl_->group->sum(stacked);
+    sums = stacked[0].unbind();
   }
-  double norm_sq = 0;
+  const torch::Tensor host_sums = torch::stack(sums).to(torch::kCPU);
+  const double loss_sum = host_sums[0].item<double>(), entropy_sum = host_sums[1].item<double>(),
+               kl_sum = host_sums[2].item<double>(), clipped = host_sums[3].item<double>();
+  // The gradient's norm: each parameter's sum of squares (in its gradient's type), read in one copy
+  // and added in float64 in order.
+  std::vector<torch::Tensor> squares;
   for (const torch::Tensor& p : params)
-    if (p.grad().defined()) norm_sq += p.grad().pow(2).sum().item<double>();
+    if (p.grad().defined()) squares.push_back(p.grad().pow(2).sum().to(torch::kFloat64));
+  double norm_sq = 0;
+  if (!squares.empty()) {
+    const torch::Tensor host = torch::stack(squares).to(torch::kCPU).contiguous();
+    const double* v = host.data_ptr<double>();
+    for (int64_t i = 0; i < host.numel(); ++i) norm_sq += v[i];
+  }
   stats.grad_norm = std::sqrt(norm_sq);
   if (impl_->optimizer_config.max_grad_norm > 0)
     torch::nn::utils::clip_grad_norm_(params, impl_->optimizer_config.max_grad_norm);
