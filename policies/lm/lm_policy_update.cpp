@@ -3,6 +3,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <sstream>
 
 #include <kbrl/error.h>
@@ -112,12 +113,10 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
     for (size_t i = static_cast<size_t>(group->rank()); i < batch.size(); i += static_cast<size_t>(group->size()))
       share.push_back(batch[i]);
   const std::vector<TrainItem>& mine = group ? share : batch;
-  // The statistics' sums (loss, entropy, KL, clipped tokens) stay on the device, in float64, added
-  // in the order the host added them, and are read once after the last micro-batch: reading each
-  // micro-batch's would wait for its backward pass before the next one is queued.
-  std::vector<torch::Tensor> sums(4);
-  for (torch::Tensor& t : sums) t = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(dev));
-  const auto add = [&](int which, const torch::Tensor& value) { sums[which].add_(value.detach().to(torch::kFloat64)); };
+  // The sums of loss, entropy, KL and clipped tokens stay on the device (float64, added in the host's
+  // order) and are read once: a read per micro-batch would wait for its backward pass.
+  torch::Tensor sums = torch::zeros({4}, torch::TensorOptions().dtype(torch::kFloat64).device(dev));
+  const auto add = [&](int64_t which, const torch::Tensor& v) { sums[which].add_(v.detach().to(torch::kFloat64)); };
   for_each_micro_batch(*this, mine, [&](const MicroBatch& m) {
     const std::vector<int>& prompt = m.prompt;
     std::vector<std::vector<int>> tokens;
@@ -195,25 +194,18 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
         shared.mutable_grad() = summed.to(p.dtype()).clone();
       at += p.numel();
     }
-    std::vector<torch::Tensor> stacked = {torch::stack(sums)};
-    impl_->group->sum(stacked);
-    sums = stacked[0].unbind();
+    std::vector<torch::Tensor> summed = {sums};
+    impl_->group->sum(summed);
+    sums = summed[0];
   }
-  const torch::Tensor host_sums = torch::stack(sums).to(torch::kCPU);
+  const torch::Tensor host_sums = sums.to(torch::kCPU);
   const double loss_sum = host_sums[0].item<double>(), entropy_sum = host_sums[1].item<double>(),
                kl_sum = host_sums[2].item<double>(), clipped = host_sums[3].item<double>();
-  // The gradient's norm: each parameter's sum of squares (in its gradient's type), read in one copy
-  // and added in float64 in order.
-  std::vector<torch::Tensor> squares;
-  for (const torch::Tensor& p : params)
+  std::vector<torch::Tensor> squares{torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(dev))};
+  for (const torch::Tensor& p : params)  // each gradient's sum of squares, read in one copy, added in order
     if (p.grad().defined()) squares.push_back(p.grad().pow(2).sum().to(torch::kFloat64));
-  double norm_sq = 0;
-  if (!squares.empty()) {
-    const torch::Tensor host = torch::stack(squares).to(torch::kCPU).contiguous();
-    const double* v = host.data_ptr<double>();
-    for (int64_t i = 0; i < host.numel(); ++i) norm_sq += v[i];
-  }
-  stats.grad_norm = std::sqrt(norm_sq);
+  const torch::Tensor host = torch::stack(squares).cpu();
+  stats.grad_norm = std::sqrt(std::accumulate(host.data_ptr<double>(), host.data_ptr<double>() + host.numel(), 0.0));
   if (impl_->optimizer_config.max_grad_norm > 0)
     torch::nn::utils::clip_grad_norm_(params, impl_->optimizer_config.max_grad_norm);
   impl_->optimizer->step();
