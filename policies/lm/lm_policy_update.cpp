@@ -202,7 +202,7 @@ UpdateStats LmPolicy::update(const std::vector<TrainItem>& batch, const UpdateCo
   const double loss_sum = host_sums[0].item<double>(), entropy_sum = host_sums[1].item<double>(),
                kl_sum = host_sums[2].item<double>(), clipped = host_sums[3].item<double>();
   std::vector<torch::Tensor> squares{torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(dev))};
-  for (const torch::Tensor& p : params)  // each gradient's sum of squares, read in one copy, added in order
+  for (const torch::Tensor& p : params)  // a zero, then each gradient's sum of squares: one copy, added in order
     if (p.grad().defined()) squares.push_back(p.grad().pow(2).sum().to(torch::kFloat64));
   const torch::Tensor host = torch::stack(squares).cpu();
   stats.grad_norm = std::sqrt(std::accumulate(host.data_ptr<double>(), host.data_ptr<double>() + host.numel(), 0.0));
