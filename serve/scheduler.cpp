@@ -1,5 +1,5 @@
 // The Scheduler's side toward the API: construction, jobs in and out (submit, find, cancel, delete),
-// readiness, hand-back and drain, metrics. Its GPUs' dispatchers are in scheduler_dispatch.cpp.
+// readiness, hand-back and drain, metrics; its recent records. Its GPUs' dispatchers are in scheduler_dispatch.cpp.
 #include "scheduler.h"
 
 #include <algorithm>
@@ -151,6 +151,31 @@ SchedulerMetrics Scheduler::metrics() const {
   m.recent_record_bytes = keyed_.known().bytes();
   m.kept_job_bytes = jobs_.finished_bytes();
   return m;
+}
+
+// ---- the recent records ----
+
+void RecentRecords::remember(const std::string& key, const EvalRecord& record) {
+  if (max_records_ == 0) return;
+  if (auto it = index_.find(key); it != index_.end()) forget(it->second);
+  const size_t bytes = approximate_bytes(record) + key.size();
+  if (bytes > max_bytes_) return;
+  records_.emplace_front(key, record);
+  index_[key] = records_.begin();
+  bytes_ += bytes;
+  while (records_.size() > max_records_ || bytes_ > max_bytes_) forget(std::prev(records_.end()));
+}
+
+std::optional<EvalRecord> RecentRecords::find(const std::string& key) const {
+  auto it = index_.find(key);
+  if (it == index_.end()) return std::nullopt;
+  return it->second->second;
+}
+
+void RecentRecords::forget(std::list<std::pair<std::string, EvalRecord>>::iterator it) {
+  bytes_ -= approximate_bytes(it->second) + it->first.size();
+  index_.erase(it->first);
+  records_.erase(it);
 }
 
 }  // namespace kbrl::serving

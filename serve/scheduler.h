@@ -15,12 +15,15 @@
 #include <deque>
 #include <filesystem>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <harness/evaluator.h>
@@ -30,10 +33,30 @@
 #include "api.h"
 #include "histogram.h"
 #include "job.h"
-#include "job_store.h"
-#include "recent_records.h"
 
 namespace kbrl::serving {
+
+/// The records the scheduler keeps in memory to answer a repeated item without evaluating it again:
+/// the most recent ones, up to a count and a byte budget (a candidate may be 256 KiB), the least
+/// recently stored dropped first. Not thread-safe: the scheduler's lock guards it.
+class RecentRecords {
+ public:
+  RecentRecords(size_t max_records, size_t max_bytes) : max_records_(max_records), max_bytes_(max_bytes) {}
+
+  void remember(const std::string& key, const EvalRecord& record);
+  std::optional<EvalRecord> find(const std::string& key) const;
+  size_t bytes() const { return bytes_; }
+  size_t size() const { return records_.size(); }
+
+ private:
+  void forget(std::list<std::pair<std::string, EvalRecord>>::iterator it);
+
+  const size_t max_records_;
+  const size_t max_bytes_;
+  size_t bytes_ = 0;
+  std::list<std::pair<std::string, EvalRecord>> records_;  // most recent first
+  std::unordered_map<std::string, std::list<std::pair<std::string, EvalRecord>>::iterator> index_;
+};
 
 struct SchedulerOptions {
   std::vector<int> gpus = {0};  // device indices, one dispatcher each

@@ -1,6 +1,6 @@
 // The Scheduler's GPUs (scheduler.h): each GPU's dispatcher thread starts its worker, takes fair
 // batches from the clients' queues, runs them through its Evaluators, answers each key's waiters,
-// and puts a lost worker's items back in front.
+// and puts a lost worker's items back in front; the GPU's Evaluators (GpuEvaluators, scheduler_gpu.h).
 #include <algorithm>
 #include <map>
 
@@ -261,6 +261,32 @@ void Scheduler::run_batch(Gpu& gpu, std::vector<Entry> batch) {
       return;
     }
   }
+}
+
+// ---- a GPU's Evaluators ----
+
+Evaluator& GpuEvaluators::get(const PreparedItem& item, RolloutLog* log, size_t keep) {
+  for (auto it = open_.begin(); it != open_.end(); ++it) {
+    if (it->first != item.settings_id) continue;
+    open_.splice(open_.begin(), open_, it);
+    return *open_.front().second;
+  }
+  while (open_.size() >= keep) {
+    retired_restarts_ += std::max<int64_t>(0, open_.back().second->worker_starts() - 1);
+    open_.pop_back();
+  }
+  EvalSettings settings = item.settings;
+  settings.device = device_;
+  auto evaluator = std::make_unique<Evaluator>(settings);
+  evaluator->attach_log(log);
+  open_.emplace_front(item.settings_id, std::move(evaluator));
+  return *open_.front().second;
+}
+
+int64_t GpuEvaluators::restarts() const {
+  int64_t n = retired_restarts_;
+  for (const auto& [id, e] : open_) n += std::max<int64_t>(0, e->worker_starts() - 1);
+  return n;
 }
 
 }  // namespace kbrl::serving
