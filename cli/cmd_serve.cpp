@@ -10,7 +10,7 @@
 #include "commands.h"
 #include <harness/record/build_commit.h>
 #include "run_options.h"
-#include <harness/compile/compile_sandbox.h>
+#include <harness/compile/compile_child.h>
 #include <harness/gpu/cuda_driver.h>
 #include <harness/gpu/gpu_session.h>
 #include <serve/client.h>

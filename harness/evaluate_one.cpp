@@ -1,12 +1,11 @@
 // One candidate through the evaluator's stages (harness/README.md): compile (its result given),
-// preflight (harness/preflight.h), the run on the worker's GPU (check and time beside the reference),
+// preflight (harness/compile/compile.h), the run on the worker's GPU (check and time beside the reference),
 // reward, record. Each stage's value decides whether the next one runs; every end is a record,
 // appended to the rollout log.
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <harness/preflight.h>
 #include <harness/record/rollout_log.h>
 #include <harness/worker/gpu_protocol.h>
 

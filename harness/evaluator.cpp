@@ -11,13 +11,13 @@
 #include <random>
 
 #include <harness/compile/compile_cache.h>
-#include <harness/compile/compile_pool.h>
+#include <harness/compile/compile.h>
 #include <harness/record/keyed_work.h>
 #include <harness/record/rollout_log.h>
 #include <harness/worker/gpu_protocol.h>
 #include <harness/worker/worker.h>
 #include <kbrl/error.h>
-#include <kernels/candidate_json.h>
+#include <kernels/candidate.h>
 #include <reference/task_registry.h>
 
 namespace kbrl {

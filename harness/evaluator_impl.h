@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 #include <harness/compile/compile_cache.h>
-#include <harness/compile/compile_pool.h>
+#include <harness/compile/compile.h>
 #include <harness/worker/worker.h>
 #include <kbrl/error.h>
 #include <nlohmann/json.hpp>

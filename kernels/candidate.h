@@ -1,12 +1,15 @@
 #pragma once
 // The candidate contract (docs/design.md): device code only, plus a launch plan over a fixed vocabulary
 // of arguments. The harness owns buffers, the stream, launches and timing; a candidate cannot run
-// host code. Every action (a generator's knobs, an LLM's text) ends as one of these.
+// host code. Every action (a generator's knobs, an LLM's text) ends as one of these. Its JSON form.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include <kbrl/enum_names.h>
 
@@ -24,7 +27,7 @@ enum class ArgKind {
   i64,          // a long long constant
 };
 template <>
-struct EnumNames<ArgKind> {  // the names of the JSON form (candidate_json.h)
+struct EnumNames<ArgKind> {  // the names of the JSON form (below)
   static constexpr std::string_view what = "argument kind";
   static constexpr EnumEntry<ArgKind> entries[] = {
       {ArgKind::input, "input"},
@@ -40,7 +43,7 @@ struct EnumNames<ArgKind> {  // the names of the JSON form (candidate_json.h)
 
 /// The bytes the harness passes for an argument of this kind: 8 for a tensor or scratch pointer and
 /// for i64, 4 for f32, i32 and a task scalar (passed as float). A kernel parameter of another size
-/// cannot take it (harness/preflight.h checks plans against the compiled kernels).
+/// cannot take it (harness/compile/compile.h's preflight checks plans against the compiled kernels).
 int arg_bytes(ArgKind kind);
 
 struct KernelArg {
@@ -102,5 +105,28 @@ inline constexpr int64_t kMaxBlock[3] = {1024, 1024, 64};
 /// Which of plan_limits the candidate breaks (the first found, naming the launch or scratch buffer
 /// and the limit), or nullopt. Also a zero grid or block dimension and a scratch buffer of no bytes.
 std::optional<std::string> plan_limit_violation(const Candidate& candidate);
+
+// ---- the JSON form (nlohmann_json), used by the rollout log and replay ----
+// Field names follow the C++ members; an argument is {"kind": "input", "index": 0} or {"kind":
+// "f32", "value": 0.5}; a Dim3 is [x, y, z]. A NaN or infinite f32 constant has no JSON form (it is
+// written as null).
+
+std::string_view to_string(ArgKind kind);
+ArgKind parse_arg_kind(std::string_view text);  // throws InputError naming the legal kinds
+
+void to_json(nlohmann::json& j, const KernelArg& arg);
+void from_json(const nlohmann::json& j, KernelArg& arg);
+void to_json(nlohmann::json& j, const Dim3& dim);
+void from_json(const nlohmann::json& j, Dim3& dim);
+void to_json(nlohmann::json& j, const Launch& launch);
+void from_json(const nlohmann::json& j, Launch& launch);
+void to_json(nlohmann::json& j, const ScratchBuffer& scratch);
+void from_json(const nlohmann::json& j, ScratchBuffer& scratch);
+void to_json(nlohmann::json& j, const Candidate& candidate);
+void from_json(const nlohmann::json& j, Candidate& candidate);
+
+/// from_json with every malformed document (missing field, wrong type, unknown kind) reported as
+/// InputError instead of nlohmann's exceptions.
+Candidate candidate_from_json(const nlohmann::json& j);
 
 }  // namespace kbrl

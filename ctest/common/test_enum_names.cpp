@@ -17,7 +17,7 @@
 #include <kbrl/enum_names.h>
 #include <kbrl/outcome.h>
 #include <kernels/action.h>
-#include <kernels/candidate_json.h>
+#include <kernels/candidate.h>
 #include <policies/endpoint_policy.h>
 #include <policies/policy.h>
 #include <kernels/prompt.h>

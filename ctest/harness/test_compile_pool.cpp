@@ -1,4 +1,4 @@
-// The compile thread pool (harness/compile/compile_pool.h).
+// The compile thread pool (CompilePool, harness/compile/compile.h).
 #include <chrono>
 #include <iostream>
 #include <set>
@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <harness/compile/compile_pool.h>
+#include <harness/compile/compile.h>
 #include <kbrl/error.h>
 
 namespace kbrl {

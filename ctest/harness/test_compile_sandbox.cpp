@@ -1,4 +1,4 @@
-// The compile child's confinement (harness/compile/compile_child.h, compile_sandbox.h): a secret
+// The compile child's confinement (harness/compile/compile_child.h): a secret
 // planted in a file beside the process and in its environment never reaches a compile's result,
 // log or cache entry, whatever #include trick the source uses and whether or not the source scanner
 // sees it; the child dies with its parent; a compile bomb's timeout is cached.
@@ -19,7 +19,6 @@
 #include <harness/compile/compile.h>
 #include <harness/compile/compile_cache.h>
 #include <harness/compile/compile_child.h>
-#include <harness/compile/compile_sandbox.h>
 #include <harness/compile/nvrtc_wire.h>
 #include <kbrl/subprocess.h>
 

@@ -1,6 +1,6 @@
 // The compiled kernels' parameter lists (harness/compile/kernel_params.h), read from cubins NVRTC makes
 // for several architectures (no GPU needed), and launch plans checked against them by the preflight
-// (harness/preflight.h): matching plans
+// (harness/compile/compile.h): matching plans
 // pass, a wrong argument count or size is named, a malformed cubin is an InputError (never a
 // crash), and every plan kbrl itself makes (the catalogue, each generator's expert configuration)
 // matches its compiled kernels.
@@ -15,9 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <harness/compile/compile.h>
-#include <harness/compile/compile_pool.h>
 #include <harness/compile/kernel_params.h>
-#include <harness/preflight.h>
 #include <kbrl/error.h>
 #include <kernels/candidate_file.h>
 #include <kernels/generator.h>

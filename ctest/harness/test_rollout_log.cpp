@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <harness/record/rollout_log.h>
-#include <kernels/candidate_json.h>
+#include <kernels/candidate.h>
 #include "harness_testing.h"
 
 namespace kbrl {

@@ -25,7 +25,6 @@
 
 #include <harness/compile/compile.h>
 #include <harness/compile/compile_cache.h>
-#include <harness/compile/compile_pool.h>
 #include <kbrl/error.h>
 #include <kernels/candidate_file.h>
 #include <kernels/generator.h>

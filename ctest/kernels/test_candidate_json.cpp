@@ -1,9 +1,9 @@
-// JSON round trip of a Candidate (kernels/candidate_json.h), as the rollout log stores it.
+// JSON round trip of a Candidate (kernels/candidate.h), as the rollout log stores it.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <kbrl/error.h>
-#include <kernels/candidate_json.h>
+#include <kernels/candidate.h>
 
 namespace kbrl {
 namespace {

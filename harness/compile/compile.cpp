@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +11,7 @@
 
 #include <kbrl/error.h>
 #include <kbrl/sha256.h>
+#include <kernels/expression.h>      // quote_input
 
 #include "compile_cache.h"
 #include "compile_child.h"
@@ -250,6 +252,87 @@ std::string log_naming_file(std::string_view log, std::string_view file) {
     pos = eol + 1;
   }
   return out;
+}
+
+// ---- the preflight ----
+
+namespace {
+
+std::string plural(size_t n, const char* word) {
+  return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
+}
+
+}  // namespace
+
+std::optional<std::string> launch_argument_mismatch(const Candidate& candidate, const KernelParams& kernels) {
+  for (size_t i = 0; i < candidate.launches.size(); ++i) {
+    const Launch& launch = candidate.launches[i];
+    const auto it = kernels.find(launch.kernel);
+    if (it == kernels.end()) continue;  // the load stage reports a missing kernel
+    const std::vector<KernelParam>& params = it->second;
+    const std::string kernel = quote_input(launch.kernel);
+    if (launch.args.size() != params.size())
+      return fmt::format("launch {} passes {} to kernel '{}', which takes {}", i,
+                         plural(launch.args.size(), "argument"), kernel, plural(params.size(), "parameter"));
+    for (size_t a = 0; a < params.size(); ++a) {
+      const int bytes = arg_bytes(launch.args[a].kind);
+      if (bytes != params[a].size)
+        return fmt::format("launch {} of kernel '{}': argument {} is {} ({} bytes) but parameter {} "
+                           "takes {} bytes", i, kernel, a, to_string(launch.args[a].kind), bytes, a,
+                           params[a].size);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> preflight(const Candidate& candidate, const CompiledModule& module) {
+  if (std::optional<std::string> over = plan_limit_violation(candidate)) return over;
+  return launch_argument_mismatch(candidate, module.kernels);
+}
+
+// ---- the pool ----
+
+CompilePool::CompilePool(size_t threads, CompileOptions options, CompileCache* cache)
+    : options_(std::move(options)), cache_(cache) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads_.reserve(threads);
+  for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
+}
+
+CompilePool::~CompilePool() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  ready_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+std::future<CompileResult> CompilePool::submit(Candidate candidate) {
+  std::packaged_task<CompileResult()> task(
+      [this, candidate = std::move(candidate)] { return compile(candidate, options_, cache_); });
+  auto future = task.get_future();
+  {
+    std::lock_guard lock(mutex_);
+    KBRL_ASSERT(!stopping_, "submit to a CompilePool that is shutting down");
+    queue_.push_back(std::move(task));
+  }
+  ready_.notify_one();
+  return future;
+}
+
+void CompilePool::work() {
+  for (;;) {
+    std::packaged_task<CompileResult()> task;
+    {
+      std::unique_lock lock(mutex_);
+      ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, nothing left
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    task();  // a packaged_task stores compile()'s exception in the future
+  }
 }
 
 }  // namespace kbrl

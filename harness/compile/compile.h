@@ -1,15 +1,23 @@
 #pragma once
 // The compile stage (jitify2-like value types): Candidate -> CompileResult holding a
-// CompiledModule (PTX, CUBIN, log, options, precision audit) or a structured compile_error.
+// CompiledModule (PTX, CUBIN, log, options, precision audit) or a structured compile_error; many
+// at once on a CompilePool; the preflight of a compiled candidate's launch plan.
 //
 // NVRTC runs in a child process per compile (kbrl-nvrtc, exec'd), under a wall-time limit (the
 // child is killed on expiry), a CPU-time limit and an address-space limit, so a compile bomb costs a
 // compile_error, never the parent; the child can read the CUDA headers and no other file
-// (compile_sandbox.h), so no #include the source scanner misses can leak a host file into the log.
+// (compile_child.h), so no #include the source scanner misses can leak a host file into the log.
 // NVRTC never touches the GPU: all of this works on a machine without one.
+#include <condition_variable>
+#include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <variant>
 #include <vector>
 
@@ -100,5 +108,55 @@ std::vector<std::string> nvrtc_options(const std::vector<std::string>& candidate
 
 /// The arch string of a compute capability: 9.0 -> "sm_90a", 8.6 -> "sm_86", 10.0 -> "sm_100a".
 std::string arch_for(int major, int minor);
+
+// ---- the preflight: the stage between compile and run ----
+// Whether a compiled candidate can be launched at all, decided from values alone (the candidate's
+// plan and the compiled module's kernel parameters) before anything reaches a GPU: an args= list
+// that does not match its kernel would be undefined behaviour at launch, so it is a launch_error
+// "refused before any launch".
+
+/// Why the candidate's launch plan cannot be launched with these kernels' parameters: a launch
+/// passing another number of arguments than its kernel takes, or an argument whose size
+/// (arg_bytes: pointers and i64 8 bytes, i32, f32 and task scalars 4) differs from its parameter's,
+/// naming the launch, the kernel, the argument index and both sides. nullopt when every launch
+/// matches. A launch whose kernel is not among `kernels` is left to the load stage (its
+/// load_error); with no kernels (a compute_XX compile: PTX only) nothing can be checked: nullopt.
+std::optional<std::string> launch_argument_mismatch(const Candidate& candidate, const KernelParams& kernels);
+
+/// Why a compiled candidate cannot be launched: its plan over the plan limits
+/// (plan_limit_violation, kernels/candidate.h), else its arguments against the module's kernels
+/// (launch_argument_mismatch). nullopt when it can be.
+std::optional<std::string> preflight(const Candidate& candidate, const CompiledModule& module);
+
+/// A pool of threads that compile candidates (docs/design.md: compilation runs in the parent on a
+/// thread pool; NVRTC never touches the GPU). Each compile still runs NVRTC in its own child process,
+/// so N threads give N compiles at once.
+class CompilePool {
+ public:
+  /// `threads` workers (0: std::thread::hardware_concurrency()), all compiling under `options`
+  /// and sharing `cache` (may be null; must outlive the pool).
+  explicit CompilePool(size_t threads, CompileOptions options = {}, CompileCache* cache = nullptr);
+  /// Finishes every submitted compile, then joins the threads.
+  ~CompilePool();
+  CompilePool(const CompilePool&) = delete;
+  CompilePool& operator=(const CompilePool&) = delete;
+
+  /// Queues a compile. The future holds the CompileResult, or the exception compile() threw
+  /// (ApiError, InputError).
+  std::future<CompileResult> submit(Candidate candidate);
+
+  size_t size() const { return threads_.size(); }
+
+ private:
+  void work();
+
+  CompileOptions options_;
+  CompileCache* cache_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::packaged_task<CompileResult()>> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
 
 }  // namespace kbrl

@@ -1,7 +1,7 @@
 #pragma once
 // The parameter lists of the kernels in a cubin, read from the ELF that NVRTC produces: compile()
 // reads them once into the CompiledModule (compile.h), and the evaluator's preflight
-// (harness/preflight.h) checks a launch plan against them before any launch, without a GPU (a plan
+// (compile.h's preflight) checks a launch plan against them before any launch, without a GPU (a plan
 // whose argument count or sizes differ from the kernel's parameters would be undefined behaviour at
 // launch: the driver copies each parameter's size from each argument's slot).
 //

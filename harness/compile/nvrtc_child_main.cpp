@@ -22,7 +22,7 @@
 #include <kbrl/error.h>
 #include <kbrl/subprocess.h>
 
-#include "compile_sandbox.h"
+#include "compile_child.h"
 #include "nvrtc_wire.h"
 
 namespace {

@@ -8,7 +8,7 @@
 
 namespace kbrl {
 
-/// Whether a compile must run confined (compile_sandbox.h: read the CUDA headers, nothing else).
+/// Whether a compile must run confined (compile_child.h's sandbox: read the CUDA headers, nothing else).
 enum class CompileSandbox : uint8_t {
   /// Confined where the kernel offers Landlock; elsewhere unconfined, with one warning on stderr
   /// per process (trusted sources: your own kernels, the generators').

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <kbrl/error.h>
-#include <kernels/candidate_json.h>
+#include <kernels/candidate.h>
 
 #include <harness/stage_values_json.h>  // a trial's JSON; non-finite numbers as strings
 

@@ -6,7 +6,7 @@
 //   {"schema_version": 1, "key": "<64 hex>", "task_id": 19, "task_name": "19_ReLU",
 //    "scale": "small", "policy": "heuristic" | null, "raw_action": "...",
 //    "action": {"kind": "knobs" | "text", "code", "token_count", "prompt_version"},
-//    "candidate": {... kernels/candidate_json.h ...},
+//    "candidate": {... the JSON form of kernels/candidate.h ...},
 //    "compile": {"ok", "log", "seconds", "cache_hit", "precision_findings": [...]},
 //    "trials": [{"trial", "seed_id", "passed", "max_abs_error", "max_rel_error", "failure",
 //                "f64_error"?, "f64_reference_error"?}],

@@ -19,7 +19,7 @@
 #include <kbrl/check.h>
 #include <kbrl/error.h>
 #include <kbrl/sha256.h>
-#include <kernels/candidate_json.h>
+#include <kernels/candidate.h>
 
 namespace kbrl {
 namespace {

@@ -5,7 +5,7 @@
 #include <harness/stage_values_json.h>  // a trial's JSON on the wire is the one the record keeps
 #include <kbrl/base64.h>
 #include <kbrl/error.h>
-#include <kernels/candidate_json.h>
+#include <kernels/candidate.h>
 
 #include "worker.h"
 
