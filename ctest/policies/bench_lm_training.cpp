@@ -228,9 +228,10 @@ void BM_UpdateGpu(benchmark::State& state) {
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
   state.counters["prompt_tokens"] = static_cast<double>(p->prompt_tokens(relu(), p->options().prompt).size());
   state.counters["peak_GiB"] = gpu_peak_gib();
-  // KBRL_PROFILE_DIR: one more update of the fused GRPO cases of 32 completions profiled, its trace
-  // written there as update_sft0_fused1_mb32_ckpt<on|off>.json.
-  if (fused && !sft && state.range(2) == 32)
+  // KBRL_PROFILE_DIR: one more update of the fused GRPO cases of micro-batch 32 and of the fused SFT
+  // cases of micro-batch 64 over one prompt profiled, its trace written there as
+  // update_sft<0|1>_fused1_mb<32|64>_ckpt<on|off|auto>.json.
+  if (fused && (sft ? state.range(2) == 64 && tasks == 1 : state.range(2) == 32))
     profile_if_asked("update_sft" + std::to_string(sft) + "_fused" + std::to_string(fused) + "_mb" +
                          std::to_string(state.range(2)) + "_ckpt" + checkpoint,
                      [&] { p->update(items, config); });
