@@ -49,10 +49,12 @@ bool profile_if_asked(const std::string& name, const std::function<void()>& work
 
 TaskSpec relu() { return task_spec(19, Scale::kernelbench); }
 
-std::unique_ptr<LmPolicy>& cpu_policy() {
-  static std::unique_ptr<LmPolicy> p;
+std::unique_ptr<LmPolicy>& cpu_policy(bool q8) {
+  static std::unique_ptr<LmPolicy> float32, eight_bit;
+  std::unique_ptr<LmPolicy>& p = q8 ? eight_bit : float32;
   if (!p && !testing::llm_model_path().empty()) {
-    LmOptions o = parse_lm_spec("lm:" + testing::llm_model_path() + ",shots=0,system=none");
+    LmOptions o = parse_lm_spec("lm:" + testing::llm_model_path() + ",shots=0,system=none" +
+                                (q8 ? ",cpu_weights=q8" : ""));
     o.max_tokens = kMaxTokens;
     p = std::make_unique<LmPolicy>(std::move(o));
   }

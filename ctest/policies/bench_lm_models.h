@@ -19,8 +19,8 @@ inline constexpr int kMaxTokens = 128;  // new tokens a completion in the CPU ca
 TaskSpec relu();
 
 /// SmolLM2-135M-Instruct (KBRL_LLM_MODEL or .ci/setup-llm's file) in float32 on the CPU, loaded once;
-/// null without the file.
-std::unique_ptr<LmPolicy>& cpu_policy();
+/// null without the file. q8: sampling with 8-bit copies of the weights (cpu_weights=q8).
+std::unique_ptr<LmPolicy>& cpu_policy(bool q8 = false);
 
 /// A random Llama-shaped model (12 layers, hidden 768) in bfloat16 on the GPU, made once; null without
 /// a GPU.

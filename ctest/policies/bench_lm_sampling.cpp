@@ -51,14 +51,17 @@ void BM_SampleCpu(benchmark::State& state) { sample_bench(state, cpu_policy().ge
 void BM_SampleGpu(benchmark::State& state) { sample_bench(state, gpu_policy().get(), static_cast<int>(state.range(0))); }
 
 // Decoding alone: a 16-token prompt, kMaxTokens new tokens per completion, through LanguageModel.
+// Args: n completions; the weights the steps read, float32 (0) or 8-bit copies (1: cpu_weights=q8).
 void BM_DecodeCpu(benchmark::State& state) {
-  LmPolicy* p = cpu_policy().get();
+  LmPolicy* p = cpu_policy(state.range(1) == 1).get();
   if (!p) {
     state.SkipWithError("no model (.ci/setup-llm's SmolLM2)");
     return;
   }
   const std::vector<int> prompt = p->model().tokenizer().encode("Write a CUDA kernel that adds two arrays.");
   GenerateOptions g;
+  g.max_tokens = 2;
+  p->model().generate(prompt, static_cast<int>(state.range(0)), g);  // untimed: the sampler's weights made
   g.max_tokens = kMaxTokens;
   int64_t tokens = 0;
   for (auto _ : state) {
@@ -170,7 +173,13 @@ void BM_DecodeGpu(benchmark::State& state) {
 }
 
 BENCHMARK(BM_SampleCpu)->Arg(1)->Arg(kCompletions)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
-BENCHMARK(BM_DecodeCpu)->Arg(1)->Arg(kCompletions)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
+BENCHMARK(BM_DecodeCpu)
+    ->ArgNames({"n", "q8"})
+    ->Args({1, 0})
+    ->Args({kCompletions, 0})
+    ->Args({1, 1})
+    ->Args({kCompletions, 1})
+    ->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 BENCHMARK(BM_LlamaServerSample)->Args({kCompletions, 1})->Args({kCompletions, 0})->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 BENCHMARK(BM_SampleGpu)->Arg(1)->Arg(kCompletions)->Arg(64)->Unit(benchmark::kMillisecond)->Iterations(2)->UseRealTime();
 BENCHMARK(BM_DecodeGpu)

@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include <kbrl/error.h>
 #include <kbrl/splitmix64.h>
 #include <policies/lm/decoder_kernels.h>
 #include <policies/lm/language_model.h>
@@ -219,6 +220,70 @@ TEST(BatchDecoder, FollowsAdapterUpdates) {
   const int64_t before = m.decoder_counters().weight_refreshes;
   m.generate(prompt, 1, o);
   EXPECT_EQ(m.decoder_counters().weight_refreshes, before) << "nothing changed: no refresh";
+}
+
+// The model's float32 log-probs of `tokens` after `prompt` (one forward pass, teacher forced).
+std::vector<double> scored(LanguageModel& m, const std::vector<int>& prompt, const std::vector<int>& tokens) {
+  torch::NoGradGuard no_grad;
+  std::vector<int64_t> seq(prompt.begin(), prompt.end());
+  seq.insert(seq.end(), tokens.begin(), tokens.end());
+  const torch::Tensor h = m.net().forward(torch::tensor(seq, torch::kInt64).unsqueeze(0), 0);
+  const torch::Tensor logp = torch::log_softmax(m.net().logits(h)[0], -1);
+  std::vector<double> out;
+  for (size_t j = 0; j < tokens.size(); ++j) out.push_back(logp[prompt.size() - 1 + j][tokens[j]].item<double>());
+  return out;
+}
+
+// cpu_weights=q8: every projection and the output read Q8_0 copies (q8_weights.h). The log-probs
+// the decoder reports stay within 0.1 of float32's for the same tokens (0.02-0.08 here: this random
+// model's logits are of unit scale) and differ from them (the 8-bit copies are read). After an
+// adapter changes, they follow it: the adapter moves float32's log-probs of those tokens by far more
+// than 0.1, so copies left from before it would fail.
+TEST(BatchDecoder, EightBitWeightsStayNearFloat32) {
+  ModelOptions o;
+  o.cpu_q8_weights = true;
+  ChatTemplate chat;
+  chat.family = ChatFamily::chatml;
+  LanguageModel m(small_config(), byte_tokenizer_data(), chat, 5, o);
+  const std::vector<int> prompt = prompt_of(25);
+  const auto worst = [](const std::vector<double>& a, const std::vector<double>& b) {
+    double w = 0;
+    for (size_t j = 0; j < a.size(); ++j) w = std::max(w, std::abs(a[j] - b[j]));
+    return w;
+  };
+  for (const Generation& g : m.generate(prompt, 3, options(1.0, 20, 11))) {
+    const double off = worst(g.logprobs, scored(m, prompt, g.tokens));
+    EXPECT_LT(off, 0.1);
+    EXPECT_GT(off, 1e-5) << "the 8-bit copies were not read";
+  }
+  {
+    torch::NoGradGuard no_grad;
+    torch::manual_seed(9);
+    for (TransformerBlock& layer : m.net().layers())
+      for (auto& [name, proj] : layer.projections()) {
+        proj->a = torch::randn({4, proj->weight.size(1)}) * 0.3;
+        proj->b = torch::randn({proj->weight.size(0), 4}) * 0.05;
+        proj->scale = 2.0;
+      }
+  }
+  for (const Generation& g : m.generate(prompt, 3, options(1.0, 20, 11))) {
+    const std::vector<double> adapted = scored(m, prompt, g.tokens);
+    m.net().set_adapters_on(false);
+    const std::vector<double> base = scored(m, prompt, g.tokens);
+    m.net().set_adapters_on(true);
+    EXPECT_LT(worst(g.logprobs, adapted), 0.1);
+    EXPECT_GT(worst(base, adapted), 0.5) << "the adapter must move the log-probs for this check to mean anything";
+  }
+}
+
+TEST(BatchDecoder, EightBitWeightsNeedWholeBlocks) {
+  LlamaConfig c = small_config();
+  c.intermediate = 200;  // not a multiple of 32
+  ModelOptions o;
+  o.cpu_q8_weights = true;
+  ChatTemplate chat;
+  chat.family = ChatFamily::chatml;
+  EXPECT_THROW(LanguageModel(c, byte_tokenizer_data(), chat, 5, o), InputError);
 }
 
 bool have_gpu() { return torch::cuda::is_available(); }

@@ -64,8 +64,9 @@ BatchDecoder::BatchDecoder(LlamaNet& net, const ModelOptions& options)
       matvec_rows_(options.matvec_rows),
       attention_splits_(options.attention_splits),
       weights_(std::make_unique<DecoderWeights>()) {
-#if KBRL_TORCH_CUDA
   const LlamaConfig& c = net.config();
+  if (options.cpu_q8_weights && net.device().is_cpu()) weights_->use_q8(c);
+#if KBRL_TORCH_CUDA
   fused_ = net.device().is_cuda() && (net.dtype() == torch::kBFloat16 || net.dtype() == torch::kFloat32) &&
            kernels::fused_step_supported(c.head_dim, c.heads / c.kv_heads);
 #endif
@@ -183,16 +184,20 @@ void BatchDecoder::step(State& s, int64_t window, bool exact) {
       exact ? torch::Tensor()
             : torch::cat({torch::arange(P, i64) >= s.prompt_length, torch::arange(window, i64) > s.step});
   const double root_d = std::sqrt(static_cast<double>(D));
-  // x @ weight^T. One row on a CPU as a matrix-vector product: the BLAS reads the weight once,
-  // where its matrix product with one row first copies all of the weight into its panels.
-  const auto project = [&](const torch::Tensor& rows, const torch::Tensor& weight) {
+  // x @ weight^T. With 8-bit weights, the product of the Q8_0 copies (q8_weights.h). One row on a
+  // CPU as a matrix-vector product: the BLAS reads the weight once, where its matrix product with one
+  // row first copies all of the weight into its panels.
+  const auto project = [&](const torch::Tensor& rows, const torch::Tensor& weight, const Q8Matrix& q8) {
+    if (w.q8) return q8_product(rows, q8, q8_rows_);
     if (n == 1 && rows.device().is_cpu()) return torch::mv(weight, rows.view({-1})).view({1, -1});
     return torch::matmul(rows, weight.t());
   };
+  static const DecoderWeights::Q8Layer kNoQ8;
+  const auto Q8 = [&](size_t l) -> const DecoderWeights::Q8Layer& { return w.q8 ? w.q8_layers[l] : kNoQ8; };
   torch::Tensor x = w.embedding.index_select(0, chosen.view({n}));  // [n, hidden]
   for (size_t l = 0; l < w.layers.size(); ++l) {
     const DecoderWeights::Layer& L = w.layers[l];
-    torch::Tensor qkv = project(rms_norm(x, L.attn_norm, c.rms_eps), L.qkv);
+    torch::Tensor qkv = project(rms_norm(x, L.attn_norm, c.rms_eps), L.qkv, Q8(l).qkv);
     if (L.qkv_bias.defined()) qkv = qkv + L.qkv_bias;
     const torch::Tensor q = apply_rope(qkv.narrow(1, 0, H * D).view({n, H, D}), cos, sin);
     const torch::Tensor k = apply_rope(qkv.narrow(1, H * D, KV * D).view({n, KV, D}), cos, sin);
@@ -212,11 +217,11 @@ void BatchDecoder::step(State& s, int64_t window, bool exact) {
     const torch::Tensor out =
         torch::matmul(p.narrow(-1, 0, P).reshape({KV, n * G, P}), s.prompt_v[l]).view({KV, n, G, D}) +
         torch::matmul(p.narrow(-1, P, window), own_values);
-    x = x + project(out.transpose(0, 1).reshape({n, H * D}), L.o);
-    const torch::Tensor gu = project(rms_norm(x, L.ffn_norm, c.rms_eps), L.gate_up);
-    x = x + project(torch::silu(gu.narrow(1, 0, I)) * gu.narrow(1, I, I), L.down);
+    x = x + project(out.transpose(0, 1).reshape({n, H * D}), L.o, Q8(l).o);
+    const torch::Tensor gu = project(rms_norm(x, L.ffn_norm, c.rms_eps), L.gate_up, Q8(l).gate_up);
+    x = x + project(torch::silu(gu.narrow(1, 0, I)) * gu.narrow(1, I, I), L.down, Q8(l).down);
   }
-  s.logits.copy_(project(rms_norm(x, w.final_norm, c.rms_eps), w.output));
+  s.logits.copy_(project(rms_norm(x, w.final_norm, c.rms_eps), w.output, w.q8_output));
   s.step.add_(1);
 }
 

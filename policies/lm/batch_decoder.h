@@ -27,6 +27,7 @@
 
 #include "language_model.h"
 #include "llama_net.h"
+#include "q8_weights.h"
 
 namespace kbrl::lm {
 
@@ -34,7 +35,9 @@ struct DecoderWeights;  // decoder_weights.h
 
 class BatchDecoder {
  public:
-  /// Reads options' cuda_graphs, matvec_rows (on CUDA, batches of at most this many completions run
+  /// Reads options' cpu_q8_weights (on a CPU, every step's projections and output read 8-bit copies
+  /// of the weights: q8_weights.h; an InputError when a projection's input is not whole blocks of
+  /// 32), cuda_graphs, matvec_rows (on CUDA, batches of at most this many completions run
   /// their projections as decoder_kernels' matvec; larger ones as matrix products) and
   /// attention_splits (0: kernels::attention_splits decides).
   BatchDecoder(LlamaNet& net, const ModelOptions& options);
@@ -62,6 +65,7 @@ class BatchDecoder {
   int attention_splits_;
   bool fused_ = false;  // CUDA, bfloat16 or float32, a head size and grouping the kernels serve
   std::unique_ptr<DecoderWeights> weights_;
+  Q8Rows q8_rows_;  // the step's activations in 8 bits (cpu_q8_weights)
   std::list<std::unique_ptr<State>> states_;  // most recently used first; a few kept
   DecoderCounters counters_;
 };

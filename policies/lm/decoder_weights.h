@@ -3,15 +3,19 @@
 // the weights, LoRA merged in (in float32, then the weights' type), q/k/v and gate/up concatenated,
 // refreshed in place when a weight or an adapter changed. Change is seen through each tensor's
 // storage, shape and in-place version counter (an optimizer step bumps the versions of the adapters
-// it updates), so captured CUDA graphs, which read these buffers, stay valid across updates.
+// it updates), so captured CUDA graphs, which read these buffers, stay valid across updates. With
+// q8, also 8-bit copies of the projections and the output for the CPU step (q8_product).
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
+#include <kbrl/error.h>
 #include <kbrl/splitmix64.h>
 
 #include "llama_net.h"
+#include "q8_weights.h"
 
 namespace kbrl::lm {
 
@@ -28,6 +32,20 @@ struct DecoderWeights {
   };
   std::vector<Layer> layers;
   torch::Tensor embedding, final_norm, output;
+  /// With q8 (use_q8, before the first refresh): each projection and the output also in Q8_0 blocks,
+  /// quantized again whenever the weights change; the CPU step reads these (ModelOptions::cpu_q8_weights).
+  bool q8 = false;
+  void use_q8(const LlamaConfig& c) {
+    KBRL_CHECK_INPUT(q8_fits(c.hidden) && q8_fits(c.heads * c.head_dim) && q8_fits(c.intermediate),
+                     "cpu_weights=q8: the model's projections take {}, {} and {} inputs, not whole blocks of {}",
+                     c.hidden, c.heads * c.head_dim, c.intermediate, kQ8Block);
+    q8 = true;
+  }
+  struct Q8Layer {
+    Q8Matrix qkv, o, gate_up, down;
+  };
+  std::vector<Q8Layer> q8_layers;
+  Q8Matrix q8_output;
 };
 
 namespace decoder_weights {
@@ -65,6 +83,22 @@ inline torch::Tensor merged(const LoraLinear& p) {
   return (p.weight.to(torch::kFloat32) + torch::matmul(p.b, p.a) * p.scale).to(p.weight.scalar_type());
 }
 
+// `t` [rows, cols] into Q8_0 blocks (q8_weights.h), its rows shared out over libtorch's threads.
+inline void quantize(const torch::Tensor& t, Q8Matrix& out) {
+  const torch::Tensor f = t.to(torch::kCPU, torch::kFloat32).contiguous();
+  const int64_t rows = f.size(0), cols = f.size(1);
+  quantize_q8(f.data_ptr<float>(), 0, cols, out);  // the shape checked, storage kept
+  out.rows = rows;
+  out.values.resize(static_cast<size_t>(rows * cols));
+  out.scales.resize(static_cast<size_t>(rows * (cols / kQ8Block)));
+  at::parallel_for(0, rows, 256, [&](int64_t begin, int64_t end) {
+    Q8Matrix part;
+    quantize_q8(f.data_ptr<float>() + begin * cols, end - begin, cols, part);
+    std::copy(part.values.begin(), part.values.end(), out.values.begin() + begin * cols);
+    std::copy(part.scales.begin(), part.scales.end(), out.scales.begin() + begin * (cols / kQ8Block));
+  });
+}
+
 // Copies `value` into `slot`, allocating it the first time (in place after: graphs keep reading it).
 inline void assign(torch::Tensor& slot, const torch::Tensor& value) {
   if (slot.defined() && slot.sizes() == value.sizes()) {
@@ -75,6 +109,19 @@ inline void assign(torch::Tensor& slot, const torch::Tensor& value) {
 }
 
 }  // namespace decoder_weights
+
+// rows [n, in] @ w^T with 8-bit weights: the rows quantized into `scratch`, the weight's rows shared
+// out over libtorch's threads; the result in rows' type.
+inline torch::Tensor q8_product(const torch::Tensor& rows, const Q8Matrix& w, Q8Rows& scratch) {
+  const torch::Tensor x = rows.to(torch::kFloat32).contiguous();
+  quantize_q8_rows(x.data_ptr<float>(), x.size(0), x.size(1), scratch);
+  torch::Tensor y = torch::empty({x.size(0), w.rows}, x.options());
+  float* out = y.data_ptr<float>();
+  const int64_t threads = std::max<int64_t>(1, at::get_num_threads());
+  at::parallel_for(0, w.rows, std::max<int64_t>(64, (w.rows + threads - 1) / threads),
+                   [&](int64_t begin, int64_t end) { q8_matmul_rows(w, scratch, begin, end, out); });
+  return y.to(rows.scalar_type());
+}
 
 inline bool DecoderWeights::refresh(LlamaNet& net) {
   using decoder_weights::assign;
@@ -103,6 +150,16 @@ inline bool DecoderWeights::refresh(LlamaNet& net) {
   assign(embedding, net.embedding());
   assign(final_norm, net.final_norm());
   assign(output, net.output_weight());
+  if (q8) {
+    q8_layers.resize(layers.size());
+    for (size_t l = 0; l < layers.size(); ++l) {
+      decoder_weights::quantize(layers[l].qkv, q8_layers[l].qkv);
+      decoder_weights::quantize(layers[l].o, q8_layers[l].o);
+      decoder_weights::quantize(layers[l].gate_up, q8_layers[l].gate_up);
+      decoder_weights::quantize(layers[l].down, q8_layers[l].down);
+    }
+    decoder_weights::quantize(output, q8_output);
+  }
   fingerprint = now;
   ready = true;
   return true;

@@ -26,6 +26,7 @@ struct ModelOptions {
   bool cuda_graphs = true;         // on a GPU, each decoding step is a CUDA graph replay (batch_decoder.h)
   int matvec_rows = 4;             // on a GPU, batches of at most this many completions (0-8) decode with matvec kernels
   int attention_splits = 0;        // on a GPU, blocks sharing one sequence's keys in attention (1-64; 0: chosen per batch)
+  bool cpu_q8_weights = false;      // on a CPU, sampling reads 8-bit (Q8_0) copies of the projections and the output (q8_weights.h)
   bool fused = true;               // fused attention and chunked log-probs in scoring and updates; false: plain tensor ops
   int64_t score_chunk_rows = 0;    // rows of the output's logits computed at a time when fused; 0 = about 256 MiB
 };

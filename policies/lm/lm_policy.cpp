@@ -13,7 +13,7 @@ namespace kbrl::lm {
 namespace {
 
 constexpr std::string_view kKeys =
-    "device, dtype, graphs, matvec_rows, attention_splits, fused, max_tokens, top_p, style, shots, system, targets, micro_batch, checkpoint, pool, "
+    "device, dtype, cpu_weights, graphs, matvec_rows, attention_splits, fused, max_tokens, top_p, style, shots, system, targets, micro_batch, checkpoint, pool, "
     "adapter";
 const std::vector<std::string> kTargets = {"q", "k", "v", "o", "gate", "up", "down"};
 
@@ -92,6 +92,9 @@ LmOptions parse_lm_spec(std::string_view spec) {
       KBRL_CHECK_INPUT(value == "float32" || value == "bfloat16", "policy spec: dtype={} (expected float32 or bfloat16)",
                        value);
       o.model_options.dtype = value;
+    } else if (key == "cpu_weights") {
+      KBRL_CHECK_INPUT(value == "float32" || value == "q8", "policy spec: cpu_weights={} (expected float32 or q8)", value);
+      o.model_options.cpu_q8_weights = value == "q8";
     } else if (key == "graphs") {
       KBRL_CHECK_INPUT(value == "on" || value == "off", "policy spec: graphs={} (expected on or off)", value);
       o.model_options.cuda_graphs = value == "on";

@@ -1,0 +1,104 @@
+// 8-bit weights of the CPU decoder (policies/lm/q8_weights.h): Q8_0 blocks and their products against
+// float32 (relative error under 2%, any number of rows, any row range), exact where the values are
+// exactly representable, zero blocks, and the shapes it refuses.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include <kbrl/error.h>
+#include <kbrl/splitmix64.h>
+#include <policies/lm/q8_weights.h>
+
+namespace kbrl::lm {
+namespace {
+
+std::vector<float> normal(int64_t count, double std, uint64_t seed) {
+  std::vector<float> v(static_cast<size_t>(count));
+  for (auto& x : v) {
+    const double u1 = std::max(splitmix64_uniform01(seed), 1e-300), u2 = splitmix64_uniform01(seed);
+    x = static_cast<float>(std * std::sqrt(-2 * std::log(u1)) * std::cos(2 * M_PI * u2));
+  }
+  return v;
+}
+
+// y = x w^T in double.
+std::vector<double> reference(const std::vector<float>& w, const std::vector<float>& x, int64_t rows, int64_t cols) {
+  const int64_t n = static_cast<int64_t>(x.size()) / cols;
+  std::vector<double> y(static_cast<size_t>(n * rows));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t r = 0; r < rows; ++r) {
+      double s = 0;
+      for (int64_t k = 0; k < cols; ++k) s += double{w[r * cols + k]} * double{x[j * cols + k]};
+      y[j * rows + r] = s;
+    }
+  return y;
+}
+
+std::vector<float> product(const Q8Matrix& w, const std::vector<float>& x) {
+  Q8Rows q;
+  quantize_q8_rows(x.data(), static_cast<int64_t>(x.size()) / w.cols, w.cols, q);
+  std::vector<float> y(static_cast<size_t>(q.n * w.rows));
+  q8_matmul_rows(w, q, 0, w.rows, y.data());
+  return y;
+}
+
+TEST(Q8Weights, ProductsStayNearFloat32) {
+  for (const int64_t n : {1, 3, 4, 5, 9}) {  // every width of the kernel's groups of up to 4 rows
+    const int64_t rows = 97, cols = 576;
+    const std::vector<float> w = normal(rows * cols, 0.02, 1), x = normal(n * cols, 1.0, 2 + n);
+    Q8Matrix q;
+    quantize_q8(w.data(), rows, cols, q);
+    const std::vector<float> y = product(q, x);
+    const std::vector<double> want = reference(w, x, rows, cols);
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < y.size(); ++i) {
+      err += (y[i] - want[i]) * (y[i] - want[i]);
+      norm += want[i] * want[i];
+    }
+    const double relative = std::sqrt(err / norm);
+    EXPECT_LT(relative, 0.02) << "n = " << n;
+    EXPECT_GT(relative, 1e-4) << "n = " << n << ": 8 bits cannot be this close";
+  }
+}
+
+TEST(Q8Weights, RowRangesMakeTheSameProduct) {
+  const int64_t rows = 70, cols = 64, n = 2;
+  const std::vector<float> w = normal(rows * cols, 0.5, 3), x = normal(n * cols, 1.0, 4);
+  Q8Matrix q;
+  quantize_q8(w.data(), rows, cols, q);
+  Q8Rows qx;
+  quantize_q8_rows(x.data(), n, cols, qx);
+  std::vector<float> whole(n * rows), parts(n * rows);
+  q8_matmul_rows(q, qx, 0, rows, whole.data());
+  q8_matmul_rows(q, qx, 0, 33, parts.data());
+  q8_matmul_rows(q, qx, 33, rows, parts.data());
+  EXPECT_EQ(whole, parts);
+}
+
+TEST(Q8Weights, ExactValuesAndZeroBlocksStayExact) {
+  // Each block's largest magnitude is 127 (scale 1) and every value an integer: nothing rounds.
+  const int64_t cols = 64;
+  std::vector<float> w(2 * cols, 0.0f), x(cols);  // the second row all zeros (scale 0)
+  for (int64_t k = 0; k < cols; ++k) {
+    w[k] = static_cast<float>(k % 2 ? 127 : -(k % 7));
+    x[k] = static_cast<float>(k % 3 ? 127 : k % 5);
+  }
+  Q8Matrix q;
+  quantize_q8(w.data(), 2, cols, q);
+  EXPECT_EQ(q.scales[2], 0.0f);
+  const std::vector<float> y = product(q, x);
+  EXPECT_DOUBLE_EQ(y[0], reference(w, x, 2, cols)[0]);
+  EXPECT_EQ(y[1], 0.0f);
+}
+
+TEST(Q8Weights, RowsOfPartBlocksAreRefused) {
+  const std::vector<float> w(3 * 40, 1.0f);
+  Q8Matrix q;
+  EXPECT_THROW(quantize_q8(w.data(), 3, 40, q), InputError);
+  EXPECT_FALSE(q8_fits(40));
+  EXPECT_TRUE(q8_fits(576));
+}
+
+}  // namespace
+}  // namespace kbrl::lm

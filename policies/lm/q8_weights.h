@@ -1,0 +1,44 @@
+#pragma once
+// 8-bit weights for the CPU decoder (ModelOptions::cpu_weights = "q8"; no libtorch): a float32
+// matrix in GGUF's Q8_0 blocks (32 consecutive inputs of a row share one float scale, max |w| / 127,
+// the values rounded to int8), and its product with rows quantized the same way, as llama.cpp's
+// Q8_0 x Q8_0 dot products. A token's projections read a quarter of float32's bytes: on a 2-core CPU
+// the step of one completion is bound by memory, not arithmetic. Relative error of a product against
+// float32: about 0.8% (test_q8_weights). AVX2 and FMA where the CPU has them (chosen at run time),
+// else plain C++ with the same results up to float rounding.
+#include <cstdint>
+#include <vector>
+
+namespace kbrl::lm {
+
+inline constexpr int64_t kQ8Block = 32;
+
+/// A [rows, cols] matrix in Q8_0 blocks (cols a multiple of kQ8Block): values row-major, one scale
+/// per block, [rows, cols / kQ8Block].
+struct Q8Matrix {
+  int64_t rows = 0, cols = 0;
+  std::vector<int8_t> values;
+  std::vector<float> scales;
+};
+
+/// Whether a matrix of `cols` inputs can be held in Q8_0 blocks.
+inline bool q8_fits(int64_t cols) { return cols > 0 && cols % kQ8Block == 0; }
+
+/// `w` [rows, cols] (row-major float32) into `out` (its storage reused). cols must be q8_fits.
+void quantize_q8(const float* w, int64_t rows, int64_t cols, Q8Matrix& out);
+
+/// Rows of activations [n, cols] quantized per block, each value also as its magnitude (the
+/// kernel's unsigned operand).
+struct Q8Rows {
+  int64_t n = 0, cols = 0;
+  std::vector<int8_t> values;
+  std::vector<uint8_t> magnitudes;
+  std::vector<float> scales;  // [n, cols / kQ8Block]
+};
+void quantize_q8_rows(const float* x, int64_t n, int64_t cols, Q8Rows& out);
+
+/// y[j, r] = sum over k of w[r, k] x[j, k] for the weight rows r in [begin, end) and every row j of
+/// x; y is [x.n, w.rows] row-major. Threads may share one product by taking disjoint row ranges.
+void q8_matmul_rows(const Q8Matrix& w, const Q8Rows& x, int64_t begin, int64_t end, float* y);
+
+}  // namespace kbrl::lm
