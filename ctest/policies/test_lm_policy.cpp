@@ -354,6 +354,10 @@ TEST(LmPolicy, SpecErrorsNameTheProblem) {
   EXPECT_NE(error("lm:m.gguf,attention_splits=65").find("attention_splits"), std::string::npos);
   EXPECT_EQ(parse_lm_spec("lm:m.gguf,attention_splits=3").model_options.attention_splits, 3);
   EXPECT_EQ(parse_lm_spec("lm:m.gguf").model_options.attention_splits, 0);
+  EXPECT_NE(error("lm:m.gguf,cpu_weights=q4").find("cpu_weights=q4 (expected float32 or q8)"), std::string::npos);
+  EXPECT_NE(error("lm:m.gguf,cpu_weights=q8,device=cuda").find("cpu_weights=q8 is for device=cpu"), std::string::npos);
+  EXPECT_TRUE(parse_lm_spec("lm:m.gguf,cpu_weights=q8").model_options.cpu_q8_weights);
+  EXPECT_FALSE(parse_lm_spec("lm:m.gguf").model_options.cpu_q8_weights);
   const LmOptions o = parse_lm_spec("lm:m.gguf,targets=q+v,max_tokens=64,device=cuda:1,dtype=bfloat16,graphs=off");
   EXPECT_EQ(o.lora_targets, (std::vector<std::string>{"q", "v"}));
   EXPECT_EQ(o.max_tokens, 64);

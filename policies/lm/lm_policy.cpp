@@ -137,6 +137,8 @@ LmOptions parse_lm_spec(std::string_view spec) {
       throw InputError(fmt::format("policy spec '{}': unknown key '{}' (valid keys: {})", spec, key, kKeys));
     }
   }
+  KBRL_CHECK_INPUT(!o.model_options.cpu_q8_weights || o.model_options.device == "cpu",
+                   "policy spec: cpu_weights=q8 is for device=cpu (a GPU samples in its own kernels)");
   return o;
 }
 
