@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <vector>
 
 #include <kbrl/error.h>
@@ -90,6 +91,20 @@ TEST(Q8Weights, ExactValuesAndZeroBlocksStayExact) {
   const std::vector<float> y = product(q, x);
   EXPECT_DOUBLE_EQ(y[0], reference(w, x, 2, cols)[0]);
   EXPECT_EQ(y[1], 0.0f);
+}
+
+// ctest runs this file twice: as test_q8_weights (the AVX2 kernel where the CPU has it) and as
+// test_q8_weights_plain (KBRL_Q8_PLAIN=1: the plain C++ kernel), each held to the same checks.
+TEST(Q8Weights, TheKernelIsTheOneAskedFor) {
+  if (std::getenv("KBRL_Q8_PLAIN")) {
+    EXPECT_FALSE(q8_uses_avx2());
+    return;
+  }
+#if defined(__x86_64__)
+  EXPECT_EQ(q8_uses_avx2(), __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+#else
+  EXPECT_FALSE(q8_uses_avx2());
+#endif
 }
 
 TEST(Q8Weights, RowsOfPartBlocksAreRefused) {

@@ -84,14 +84,19 @@ KBRL_AVX2 void rows_avx2(const Q8Matrix& w, const Q8Rows& x, int64_t j0, int64_t
   }
 }
 
-bool has_avx2() {
-  static const bool yes = std::getenv("KBRL_Q8_PLAIN") == nullptr && __builtin_cpu_supports("avx2") &&
-                          __builtin_cpu_supports("fma");
-  return yes;
-}
 #endif
 
 }  // namespace
+
+bool q8_uses_avx2() {
+#if defined(__x86_64__)
+  static const bool yes = std::getenv("KBRL_Q8_PLAIN") == nullptr && __builtin_cpu_supports("avx2") &&
+                          __builtin_cpu_supports("fma");
+  return yes;
+#else
+  return false;
+#endif
+}
 
 void quantize_q8(const float* w, int64_t rows, int64_t cols, Q8Matrix& out) {
   KBRL_CHECK_INPUT(q8_fits(cols), "8-bit weights: a row of {} values is not a whole number of {}-value blocks", cols,
@@ -121,7 +126,7 @@ void quantize_q8_rows(const float* x, int64_t n, int64_t cols, Q8Rows& out) {
 void q8_matmul_rows(const Q8Matrix& w, const Q8Rows& x, int64_t begin, int64_t end, float* y) {
   KBRL_ASSERT(x.cols == w.cols, "8-bit product: rows of {} values against weights of {}", x.cols, w.cols);
 #if defined(__x86_64__)
-  if (has_avx2()) {
+  if (q8_uses_avx2()) {
     for (int64_t j = 0; j < x.n; j += 4) {
       switch (std::min<int64_t>(4, x.n - j)) {
         case 1: rows_avx2<1>(w, x, j, begin, end, y); break;

@@ -37,6 +37,10 @@ struct Q8Rows {
 };
 void quantize_q8_rows(const float* x, int64_t n, int64_t cols, Q8Rows& out);
 
+/// Whether the products run the AVX2 kernel: the CPU has AVX2 and FMA and KBRL_Q8_PLAIN is not set
+/// (set, the plain C++ one runs: for tests and for comparing the two).
+bool q8_uses_avx2();
+
 /// y[j, r] = sum over k of w[r, k] x[j, k] for the weight rows r in [begin, end) and every row j of
 /// x; y is [x.n, w.rows] row-major. Threads may share one product by taking disjoint row ranges.
 void q8_matmul_rows(const Q8Matrix& w, const Q8Rows& x, int64_t begin, int64_t end, float* y);
