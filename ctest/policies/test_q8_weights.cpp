@@ -37,9 +37,9 @@ std::vector<double> reference(const std::vector<float>& w, const std::vector<flo
 }
 
 std::vector<float> product(const Q8Matrix& w, const std::vector<float>& x) {
-  Q8Rows q;
-  quantize_q8_rows(x.data(), static_cast<int64_t>(x.size()) / w.cols, w.cols, q);
-  std::vector<float> y(static_cast<size_t>(q.n * w.rows));
+  Q8Activations q;
+  quantize_q8_activations(x.data(), static_cast<int64_t>(x.size()) / w.cols, w.cols, q);
+  std::vector<float> y(static_cast<size_t>(q.rows.rows * w.rows));
   q8_matmul_rows(w, q, 0, w.rows, y.data());
   return y;
 }
@@ -63,18 +63,24 @@ TEST(Q8Weights, ProductsStayNearFloat32) {
   }
 }
 
-TEST(Q8Weights, RowRangesMakeTheSameProduct) {
+TEST(Q8Weights, RowRangesMakeTheSameMatrixAndProduct) {
   const int64_t rows = 70, cols = 64, n = 2;
   const std::vector<float> w = normal(rows * cols, 0.5, 3), x = normal(n * cols, 1.0, 4);
   Q8Matrix q;
   quantize_q8(w.data(), rows, cols, q);
-  Q8Rows qx;
-  quantize_q8_rows(x.data(), n, cols, qx);
+  Q8Activations qx;
+  quantize_q8_activations(x.data(), n, cols, qx);
   std::vector<float> whole(n * rows), parts(n * rows);
   q8_matmul_rows(q, qx, 0, rows, whole.data());
   q8_matmul_rows(q, qx, 0, 33, parts.data());
   q8_matmul_rows(q, qx, 33, rows, parts.data());
   EXPECT_EQ(whole, parts);
+  Q8Matrix halves;  // quantized in two row ranges, as threads do
+  resize_q8(rows, cols, halves);
+  quantize_q8_rows(w.data(), 40, rows, halves);
+  quantize_q8_rows(w.data(), 0, 40, halves);
+  EXPECT_EQ(halves.values, q.values);
+  EXPECT_EQ(halves.scales, q.scales);
 }
 
 TEST(Q8Weights, ExactValuesAndZeroBlocksStayExact) {

@@ -65,7 +65,7 @@ class BatchDecoder {
   int attention_splits_;
   bool fused_ = false;  // CUDA, bfloat16 or float32, a head size and grouping the kernels serve
   std::unique_ptr<DecoderWeights> weights_;
-  Q8Rows q8_rows_;  // the step's activations in 8 bits (cpu_q8_weights)
+  Q8Activations q8_rows_;  // the step's activations in 8 bits (cpu_q8_weights)
   std::list<std::unique_ptr<State>> states_;  // most recently used first; a few kept
   DecoderCounters counters_;
 };

@@ -86,17 +86,9 @@ inline torch::Tensor merged(const LoraLinear& p) {
 // `t` [rows, cols] into Q8_0 blocks (q8_weights.h), its rows shared out over libtorch's threads.
 inline void quantize(const torch::Tensor& t, Q8Matrix& out) {
   const torch::Tensor f = t.to(torch::kCPU, torch::kFloat32).contiguous();
-  const int64_t rows = f.size(0), cols = f.size(1);
-  quantize_q8(f.data_ptr<float>(), 0, cols, out);  // the shape checked, storage kept
-  out.rows = rows;
-  out.values.resize(static_cast<size_t>(rows * cols));
-  out.scales.resize(static_cast<size_t>(rows * (cols / kQ8Block)));
-  at::parallel_for(0, rows, 256, [&](int64_t begin, int64_t end) {
-    Q8Matrix part;
-    quantize_q8(f.data_ptr<float>() + begin * cols, end - begin, cols, part);
-    std::copy(part.values.begin(), part.values.end(), out.values.begin() + begin * cols);
-    std::copy(part.scales.begin(), part.scales.end(), out.scales.begin() + begin * (cols / kQ8Block));
-  });
+  resize_q8(f.size(0), f.size(1), out);
+  at::parallel_for(0, f.size(0), 256,
+                   [&](int64_t begin, int64_t end) { quantize_q8_rows(f.data_ptr<float>(), begin, end, out); });
 }
 
 // Copies `value` into `slot`, allocating it the first time (in place after: graphs keep reading it).
@@ -112,9 +104,9 @@ inline void assign(torch::Tensor& slot, const torch::Tensor& value) {
 
 // rows [n, in] @ w^T with 8-bit weights: the rows quantized into `scratch`, the weight's rows shared
 // out over libtorch's threads; the result in rows' type.
-inline torch::Tensor q8_product(const torch::Tensor& rows, const Q8Matrix& w, Q8Rows& scratch) {
+inline torch::Tensor q8_product(const torch::Tensor& rows, const Q8Matrix& w, Q8Activations& scratch) {
   const torch::Tensor x = rows.to(torch::kFloat32).contiguous();
-  quantize_q8_rows(x.data_ptr<float>(), x.size(0), x.size(1), scratch);
+  quantize_q8_activations(x.data_ptr<float>(), x.size(0), x.size(1), scratch);
   torch::Tensor y = torch::empty({x.size(0), w.rows}, x.options());
   float* out = y.data_ptr<float>();
   const int64_t threads = std::max<int64_t>(1, at::get_num_threads());

@@ -25,17 +25,17 @@ float quantize_block(const float* v, int8_t* q) {
 }
 
 // The plain product: each block's integer dot product times the two scales, added in block order.
-void rows_plain(const Q8Matrix& w, const Q8Rows& x, int64_t begin, int64_t end, float* y) {
+void rows_plain(const Q8Matrix& w, const Q8Activations& x, int64_t begin, int64_t end, float* y) {
   const int64_t cols = w.cols, blocks = cols / kQ8Block;
-  for (int64_t j = 0; j < x.n; ++j)
+  for (int64_t j = 0; j < x.rows.rows; ++j)
     for (int64_t r = begin; r < end; ++r) {
       const int8_t* wr = w.values.data() + r * cols;
-      const int8_t* xr = x.values.data() + j * cols;
+      const int8_t* xr = x.rows.values.data() + j * cols;
       float sum = 0;
       for (int64_t b = 0; b < blocks; ++b) {
         int32_t dot = 0;
         for (int64_t k = b * kQ8Block; k < (b + 1) * kQ8Block; ++k) dot += int32_t{wr[k]} * int32_t{xr[k]};
-        sum += static_cast<float>(dot) * w.scales[r * blocks + b] * x.scales[j * blocks + b];
+        sum += static_cast<float>(dot) * w.scales[r * blocks + b] * x.rows.scales[j * blocks + b];
       }
       y[j * w.rows + r] = sum;
     }
@@ -59,7 +59,7 @@ KBRL_AVX2 inline float horizontal_sum(__m256 v) {
 // once for all of them. The block's dot product: |x| (unsigned) times w with x's signs (signed),
 // pairs summed to int16 (at most 2 * 127 * 127: no saturation), then to int32.
 template <int N>
-KBRL_AVX2 void rows_avx2(const Q8Matrix& w, const Q8Rows& x, int64_t j0, int64_t begin, int64_t end, float* y) {
+KBRL_AVX2 void rows_avx2(const Q8Matrix& w, const Q8Activations& x, int64_t j0, int64_t begin, int64_t end, float* y) {
   const int64_t cols = w.cols, blocks = cols / kQ8Block;
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t r = begin; r < end; ++r) {
@@ -73,10 +73,10 @@ KBRL_AVX2 void rows_avx2(const Q8Matrix& w, const Q8Rows& x, int64_t j0, int64_t
       const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr + b * kQ8Block));
       for (int j = 0; j < N; ++j) {
         const int64_t at = (j0 + j) * cols + b * kQ8Block;
-        const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.values.data() + at));
+        const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.rows.values.data() + at));
         const __m256i xm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.magnitudes.data() + at));
         const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(xm, _mm256_sign_epi8(wv, xq)), ones);
-        const float scale = ws[b] * x.scales[(j0 + j) * blocks + b];
+        const float scale = ws[b] * x.rows.scales[(j0 + j) * blocks + b];
         acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(scale), acc[j]);
       }
     }
@@ -98,37 +98,39 @@ bool q8_uses_avx2() {
 #endif
 }
 
-void quantize_q8(const float* w, int64_t rows, int64_t cols, Q8Matrix& out) {
+void resize_q8(int64_t rows, int64_t cols, Q8Matrix& out) {
   KBRL_CHECK_INPUT(q8_fits(cols), "8-bit weights: a row of {} values is not a whole number of {}-value blocks", cols,
                    kQ8Block);
   out.rows = rows;
   out.cols = cols;
   out.values.resize(static_cast<size_t>(rows * cols));
   out.scales.resize(static_cast<size_t>(rows * (cols / kQ8Block)));
-  for (int64_t b = 0; b < rows * (cols / kQ8Block); ++b)
+}
+
+void quantize_q8_rows(const float* w, int64_t begin, int64_t end, Q8Matrix& out) {
+  const int64_t per_row = out.cols / kQ8Block;
+  for (int64_t b = begin * per_row; b < end * per_row; ++b)
     out.scales[b] = quantize_block(w + b * kQ8Block, out.values.data() + b * kQ8Block);
 }
 
-void quantize_q8_rows(const float* x, int64_t n, int64_t cols, Q8Rows& out) {
-  Q8Matrix m;
-  m.values.swap(out.values);
-  m.scales.swap(out.scales);
-  quantize_q8(x, n, cols, m);
-  out.n = n;
-  out.cols = cols;
-  out.values.swap(m.values);
-  out.scales.swap(m.scales);
-  out.magnitudes.resize(out.values.size());
-  for (size_t k = 0; k < out.values.size(); ++k)
-    out.magnitudes[k] = static_cast<uint8_t>(std::abs(static_cast<int>(out.values[k])));
+void quantize_q8(const float* w, int64_t rows, int64_t cols, Q8Matrix& out) {
+  resize_q8(rows, cols, out);
+  quantize_q8_rows(w, 0, rows, out);
 }
 
-void q8_matmul_rows(const Q8Matrix& w, const Q8Rows& x, int64_t begin, int64_t end, float* y) {
-  KBRL_ASSERT(x.cols == w.cols, "8-bit product: rows of {} values against weights of {}", x.cols, w.cols);
+void quantize_q8_activations(const float* x, int64_t n, int64_t cols, Q8Activations& out) {
+  quantize_q8(x, n, cols, out.rows);
+  out.magnitudes.resize(out.rows.values.size());
+  for (size_t k = 0; k < out.rows.values.size(); ++k)
+    out.magnitudes[k] = static_cast<uint8_t>(std::abs(static_cast<int>(out.rows.values[k])));
+}
+
+void q8_matmul_rows(const Q8Matrix& w, const Q8Activations& x, int64_t begin, int64_t end, float* y) {
+  KBRL_ASSERT(x.rows.cols == w.cols, "8-bit product: rows of {} values against weights of {}", x.rows.cols, w.cols);
 #if defined(__x86_64__)
   if (q8_uses_avx2()) {
-    for (int64_t j = 0; j < x.n; j += 4) {
-      switch (std::min<int64_t>(4, x.n - j)) {
+    for (int64_t j = 0; j < x.rows.rows; j += 4) {
+      switch (std::min<int64_t>(4, x.rows.rows - j)) {
         case 1: rows_avx2<1>(w, x, j, begin, end, y); break;
         case 2: rows_avx2<2>(w, x, j, begin, end, y); break;
         case 3: rows_avx2<3>(w, x, j, begin, end, y); break;

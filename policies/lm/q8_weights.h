@@ -24,25 +24,28 @@ struct Q8Matrix {
 /// Whether a matrix of `cols` inputs can be held in Q8_0 blocks.
 inline bool q8_fits(int64_t cols) { return cols > 0 && cols % kQ8Block == 0; }
 
-/// `w` [rows, cols] (row-major float32) into `out` (its storage reused). cols must be q8_fits.
+/// Sizes `out` for a [rows, cols] matrix (its storage reused). cols must be q8_fits (else InputError).
+void resize_q8(int64_t rows, int64_t cols, Q8Matrix& out);
+/// Rows [begin, end) of `w` (row-major float32, out.cols a row) into `out`, sized by resize_q8:
+/// threads may share one matrix by taking disjoint row ranges.
+void quantize_q8_rows(const float* w, int64_t begin, int64_t end, Q8Matrix& out);
+/// Both, for the whole of `w` [rows, cols].
 void quantize_q8(const float* w, int64_t rows, int64_t cols, Q8Matrix& out);
 
-/// Rows of activations [n, cols] quantized per block, each value also as its magnitude (the
-/// kernel's unsigned operand).
-struct Q8Rows {
-  int64_t n = 0, cols = 0;
-  std::vector<int8_t> values;
+/// Rows of activations [n, cols] in the same blocks, each value also as its magnitude (the kernel's
+/// unsigned operand).
+struct Q8Activations {
+  Q8Matrix rows;
   std::vector<uint8_t> magnitudes;
-  std::vector<float> scales;  // [n, cols / kQ8Block]
 };
-void quantize_q8_rows(const float* x, int64_t n, int64_t cols, Q8Rows& out);
+void quantize_q8_activations(const float* x, int64_t n, int64_t cols, Q8Activations& out);
 
 /// Whether the products run the AVX2 kernel: the CPU has AVX2 and FMA and KBRL_Q8_PLAIN is not set
 /// (set, the plain C++ one runs: for tests and for comparing the two).
 bool q8_uses_avx2();
 
 /// y[j, r] = sum over k of w[r, k] x[j, k] for the weight rows r in [begin, end) and every row j of
-/// x; y is [x.n, w.rows] row-major. Threads may share one product by taking disjoint row ranges.
-void q8_matmul_rows(const Q8Matrix& w, const Q8Rows& x, int64_t begin, int64_t end, float* y);
+/// x; y is [x rows, w.rows] row-major. Threads may share one product by taking disjoint row ranges.
+void q8_matmul_rows(const Q8Matrix& w, const Q8Activations& x, int64_t begin, int64_t end, float* y);
 
 }  // namespace kbrl::lm
