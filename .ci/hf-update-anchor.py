@@ -9,7 +9,7 @@ kbrl computes the shared prompt once per micro-batch; transformers computes it f
 Prints one line per configuration: trained completion tokens/s over the timed updates (after one
 warm-up), seconds per update, peak GPU memory. An anchor for the figures, not part of kbrl.
 
-    python3 .ci/hf-update-anchor.py [--configs 8:0,16:1] [--updates 2]
+    python3 .ci/hf-update-anchor.py [--configs 8:0,16:0,16:1,32:1] [--updates 2]
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def main() -> int:
     p.add_argument("--k", type=int, default=64, help="completions in the update")
     p.add_argument("--prompt", type=int, default=3105, help="prompt tokens")
     p.add_argument("--completion", type=int, default=1024, help="completion tokens")
-    p.add_argument("--configs", default="8:0,16:1", help="micro_batch:checkpointing, comma-separated")
+    p.add_argument("--configs", default="8:0,16:0,16:1,32:1", help="micro_batch:checkpointing, comma-separated")
     p.add_argument("--updates", type=int, default=2, help="timed updates after one warm-up")
     args = p.parse_args()
     try:
@@ -51,29 +51,30 @@ def main() -> int:
     ids[:, : args.prompt] = ids[0, : args.prompt]  # one prompt, as a GRPO group or BM_UpdateGpu's
     labels = ids.clone()
     labels[:, : args.prompt] = -100
+    ids, labels = ids.cuda(), labels.cuda()  # on the GPU before any timing
     for spec in args.configs.split(","):
         micro, checkpointing = (int(x) for x in spec.split(":"))
         torch.manual_seed(0)
         model = transformers.LlamaForCausalLM(config).to("cuda", torch.bfloat16)
         model.config._attn_implementation = "sdpa"
+        model.config.use_cache = False  # training: no key/value cache built, as trainers set it
         model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules=[
             "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]))
         for n, t in model.named_parameters():
             if t.requires_grad:
                 t.data = t.data.float()  # float32 LoRA, as kbrl's
-        if checkpointing:
+        if checkpointing:  # non-reentrant: the frozen embeddings' output need not require grad
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-            model.enable_input_require_grads()
         model.train()
         optimizer = torch.optim.AdamW([t for t in model.parameters() if t.requires_grad], lr=1e-5)
 
         def update() -> None:
             optimizer.zero_grad(set_to_none=True)
             for start in range(0, args.k, micro):
-                x = ids[start:start + micro].cuda(non_blocking=True)
-                y = labels[start:start + micro].cuda(non_blocking=True)
+                x = ids[start:start + micro]
+                y = labels[start:start + micro]
                 with torch.autocast("cuda", dtype=torch.bfloat16):
-                    loss = model(input_ids=x, labels=y).loss * (x.shape[0] / args.k)
+                    loss = model(input_ids=x, labels=y, use_cache=False).loss * (x.shape[0] / args.k)
                 loss.backward()
             optimizer.step()
 

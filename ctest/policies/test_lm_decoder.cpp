@@ -254,7 +254,7 @@ TEST(BatchDecoder, EightBitWeightsStayNearFloat32) {
   for (const Generation& g : m.generate(prompt, 3, options(1.0, 20, 11))) {
     const double off = worst(g.logprobs, scored(m, prompt, g.tokens));
     EXPECT_LT(off, 0.1);
-    EXPECT_GT(off, 1e-5) << "the 8-bit copies were not read";
+    EXPECT_GT(off, 1e-3) << "the 8-bit copies were not read (float32's decoder is within 1e-4 of its scoring)";
   }
   {
     torch::NoGradGuard no_grad;

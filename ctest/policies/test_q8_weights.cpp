@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <vector>
 
 #include <kbrl/error.h>
@@ -58,7 +59,7 @@ TEST(Q8Weights, ProductsStayNearFloat32) {
       norm += want[i] * want[i];
     }
     const double relative = std::sqrt(err / norm);
-    EXPECT_LT(relative, 0.02) << "n = " << n;
+    EXPECT_LT(relative, 0.012) << "n = " << n;  // 0.8% seen; rounding by truncation would be about 1.5%
     EXPECT_GT(relative, 1e-4) << "n = " << n << ": 8 bits cannot be this close";
   }
 }
@@ -81,6 +82,36 @@ TEST(Q8Weights, RowRangesMakeTheSameMatrixAndProduct) {
   quantize_q8_rows(w.data(), 0, 40, halves);
   EXPECT_EQ(halves.values, q.values);
   EXPECT_EQ(halves.scales, q.scales);
+}
+
+TEST(Q8Weights, ValuesRoundToTheNearestTiesToEven) {
+  std::vector<float> w(kQ8Block, 0.0f);
+  w[0] = 127;  // scale 1
+  w[1] = 2.5f;
+  w[2] = 3.5f;
+  w[3] = -2.5f;
+  w[4] = 2.6f;
+  w[5] = -3.4f;
+  Q8Matrix q;
+  quantize_q8(w.data(), 1, kQ8Block, q);
+  EXPECT_EQ(q.scales[0], 1.0f);
+  EXPECT_EQ(std::vector<int>(q.values.begin(), q.values.begin() + 6), (std::vector<int>{127, 2, 4, -2, 3, -3}));
+}
+
+TEST(Q8Weights, NonFiniteBlocksStayNonFiniteAndTinyOnesZero) {
+  std::vector<float> w(3 * kQ8Block, 1.0f);
+  w[5] = std::numeric_limits<float>::quiet_NaN();                        // row 0
+  w[kQ8Block + 7] = std::numeric_limits<float>::infinity();              // row 1
+  std::fill(w.begin() + 2 * kQ8Block, w.end(), 1e-35f);                  // row 2
+  Q8Matrix q;
+  quantize_q8(w.data(), 3, kQ8Block, q);
+  EXPECT_TRUE(std::isnan(q.scales[0]));
+  EXPECT_TRUE(std::isnan(q.scales[1]));
+  EXPECT_EQ(q.scales[2], 0.0f);
+  const std::vector<float> y = product(q, std::vector<float>(kQ8Block, 1.0f));
+  EXPECT_TRUE(std::isnan(y[0]));
+  EXPECT_TRUE(std::isnan(y[1]));
+  EXPECT_EQ(y[2], 0.0f);
 }
 
 TEST(Q8Weights, ExactValuesAndZeroBlocksStayExact) {

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <limits>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -14,14 +16,27 @@
 namespace kbrl::lm {
 namespace {
 
+// Below this largest magnitude a block is held as zeros (127 / amax would overflow float).
+constexpr float kQ8Tiny = 1e-30f;
+
 // One block's scale and values: max |v| / 127, and each value over it rounded to the nearest
-// integer (ties to even, as the AVX2 rounding of llama.cpp's quantize_row_q8_0).
+// integer (ties to even, as the AVX2 rounding of llama.cpp's quantize_row_q8_0). A block holding a
+// NaN or an infinity gets a NaN scale, so products over it are NaN as float32's would be.
 float quantize_block(const float* v, int8_t* q) {
   float amax = 0;
-  for (int64_t k = 0; k < kQ8Block; ++k) amax = std::max(amax, std::fabs(v[k]));
-  const float scale = amax / 127.0f, inverse = amax > 0 ? 127.0f / amax : 0.0f;
-  for (int64_t k = 0; k < kQ8Block; ++k) q[k] = static_cast<int8_t>(std::nearbyint(v[k] * inverse));
-  return scale;
+  bool finite = true;
+  for (int64_t k = 0; k < kQ8Block; ++k) {
+    finite = finite && std::isfinite(v[k]);
+    amax = std::max(amax, std::fabs(v[k]));
+  }
+  if (!finite || amax < kQ8Tiny) {
+    std::fill(q, q + kQ8Block, int8_t{0});
+    return finite ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+  }
+  const float inverse = 127.0f / amax;
+  for (int64_t k = 0; k < kQ8Block; ++k)
+    q[k] = static_cast<int8_t>(std::clamp(std::nearbyint(v[k] * inverse), -127.0f, 127.0f));
+  return amax / 127.0f;
 }
 
 // The plain product: each block's integer dot product times the two scales, added in block order.
@@ -48,6 +63,11 @@ void rows_plain(const Q8Matrix& w, const Q8Activations& x, int64_t begin, int64_
 // hardware's own prefetcher alone leaves one core at about half the bandwidth it can reach.
 constexpr int64_t kPrefetchBytes = 8192;
 
+// Asks for the line `ahead` bytes past `p` (an address, never dereferenced: past the end is fine).
+inline void prefetch(const void* p, int64_t ahead) {
+  _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(ahead)), _MM_HINT_T0);
+}
+
 KBRL_AVX2 inline float horizontal_sum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -68,8 +88,8 @@ KBRL_AVX2 void rows_avx2(const Q8Matrix& w, const Q8Activations& x, int64_t j0, 
     __m256 acc[N];
     for (int j = 0; j < N; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b) {
-      if ((b & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(wr + b * kQ8Block) + kPrefetchBytes, _MM_HINT_T0);
-      if ((b & 15) == 0) _mm_prefetch(reinterpret_cast<const char*>(ws + b) + kPrefetchBytes / 8, _MM_HINT_T0);
+      if ((b & 1) == 0) prefetch(wr + b * kQ8Block, kPrefetchBytes);
+      if ((b & 15) == 0) prefetch(ws + b, kPrefetchBytes / 8);
       const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr + b * kQ8Block));
       for (int j = 0; j < N; ++j) {
         const int64_t at = (j0 + j) * cols + b * kQ8Block;

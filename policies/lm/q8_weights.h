@@ -1,8 +1,10 @@
 #pragma once
 // 8-bit weights for the CPU decoder (ModelOptions::cpu_weights = "q8"; no libtorch): a float32
-// matrix in GGUF's Q8_0 blocks (32 consecutive inputs of a row share one float scale, max |w| / 127,
-// the values rounded to int8), and its product with rows quantized the same way, as llama.cpp's
-// Q8_0 x Q8_0 dot products. A token's projections read a quarter of float32's bytes: on a 2-core CPU
+// matrix in GGUF's Q8_0 layout (32 consecutive inputs of a row share one scale, max |w| / 127, the
+// values rounded to int8; the scales kept in float32, where GGUF stores float16), and its product
+// with rows quantized the same way, as llama.cpp's Q8_0 x Q8_0 dot products. A block with a NaN or
+// an infinity has a NaN scale (its products are NaN, as float32's); one of magnitudes below 1e-30,
+// zeros. A token's projections read a quarter of float32's bytes: on a 2-core CPU
 // the step of one completion is bound by memory, not arithmetic. Relative error of a product against
 // float32: about 0.8% (test_q8_weights). AVX2 and FMA where the CPU has them (chosen at run time),
 // else plain C++ with the same results up to float rounding.
