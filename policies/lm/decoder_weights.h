@@ -4,7 +4,7 @@
 // refreshed in place when a weight or an adapter changed. Change is seen through each tensor's
 // storage, shape and in-place version counter (an optimizer step bumps the versions of the adapters
 // it updates), so captured CUDA graphs, which read these buffers, stay valid across updates. With
-// q8, also 8-bit copies of the projections and the output for the CPU step (q8_product).
+// q8, the projections and the output are kept as 8-bit copies instead, for the CPU step (q8_product).
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -32,8 +32,9 @@ struct DecoderWeights {
   };
   std::vector<Layer> layers;
   torch::Tensor embedding, final_norm, output;
-  /// With q8 (use_q8, before the first refresh): each projection and the output also in Q8_0 blocks,
-  /// quantized again whenever the weights change; the CPU step reads these (ModelOptions::cpu_q8_weights).
+  /// With q8 (use_q8, before the first refresh): each projection and the output in Q8_0 blocks instead
+  /// of the weights' type (qkv, o, gate_up, down and output stay undefined), quantized again whenever
+  /// the weights change; the CPU step reads these (ModelOptions::cpu_q8_weights).
   bool q8 = false;
   void use_q8(const LlamaConfig& c) {
     KBRL_CHECK_INPUT(q8_fits(c.hidden) && q8_fits(c.heads * c.head_dim) && q8_fits(c.intermediate),
@@ -122,36 +123,36 @@ inline bool DecoderWeights::refresh(LlamaNet& net) {
   if (ready && fingerprint == now) return false;
   torch::NoGradGuard no_grad;
   layers.resize(net.layers().size());
+  q8_layers.resize(q8 ? layers.size() : 0);
+  // A projection or the output: its 8-bit copy alone with q8 (the only one the CPU step reads), else
+  // the copy in the weights' type.
+  const auto keep = [&](torch::Tensor& slot, Q8Matrix* eight_bit, const torch::Tensor& value) {
+    if (q8)
+      decoder_weights::quantize(value, *eight_bit);
+    else
+      assign(slot, value);
+  };
   for (size_t l = 0; l < layers.size(); ++l) {
     const TransformerBlock& in = net.layers()[l];
     const Attention& a = in.attention;
     Layer& out = layers[l];
+    Q8Layer* eight = q8 ? &q8_layers[l] : nullptr;
     assign(out.attn_norm, in.attn_norm.weight);
     assign(out.ffn_norm, in.ffn_norm.weight);
-    assign(out.qkv, torch::cat({merged(a.q), merged(a.k), merged(a.v)}, 0));
+    keep(out.qkv, eight ? &eight->qkv : nullptr, torch::cat({merged(a.q), merged(a.k), merged(a.v)}, 0));
     if (a.q.bias.defined() || a.k.bias.defined() || a.v.bias.defined()) {
       auto bias = [](const LoraLinear& p) {
         return p.bias.defined() ? p.bias : torch::zeros({p.weight.size(0)}, p.weight.options());
       };
       assign(out.qkv_bias, torch::cat({bias(a.q), bias(a.k), bias(a.v)}, 0));
     }
-    assign(out.o, merged(a.o));
-    assign(out.gate_up, torch::cat({merged(in.ffn.gate), merged(in.ffn.up)}, 0));
-    assign(out.down, merged(in.ffn.down));
+    keep(out.o, eight ? &eight->o : nullptr, merged(a.o));
+    keep(out.gate_up, eight ? &eight->gate_up : nullptr, torch::cat({merged(in.ffn.gate), merged(in.ffn.up)}, 0));
+    keep(out.down, eight ? &eight->down : nullptr, merged(in.ffn.down));
   }
   assign(embedding, net.embedding());
   assign(final_norm, net.final_norm());
-  assign(output, net.output_weight());
-  if (q8) {
-    q8_layers.resize(layers.size());
-    for (size_t l = 0; l < layers.size(); ++l) {
-      decoder_weights::quantize(layers[l].qkv, q8_layers[l].qkv);
-      decoder_weights::quantize(layers[l].o, q8_layers[l].o);
-      decoder_weights::quantize(layers[l].gate_up, q8_layers[l].gate_up);
-      decoder_weights::quantize(layers[l].down, q8_layers[l].down);
-    }
-    decoder_weights::quantize(output, q8_output);
-  }
+  keep(output, &q8_output, net.output_weight());
   fingerprint = now;
   ready = true;
   return true;
