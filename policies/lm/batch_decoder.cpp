@@ -64,13 +64,9 @@ BatchDecoder::BatchDecoder(LlamaNet& net, const ModelOptions& options)
       matvec_rows_(options.matvec_rows),
       attention_splits_(options.attention_splits),
       weights_(std::make_unique<DecoderWeights>()) {
-  const LlamaConfig& c = net.config();
-  if (options.cpu_q8_weights) {
-    KBRL_CHECK_INPUT(net.device().is_cpu(), "cpu_weights=q8 is for a model on the CPU, not on {} (a GPU samples in its "
-                     "own kernels)", net.device().str());
-    weights_->use_q8(c);
-  }
+  if (options.cpu_q8_weights) weights_->use_q8(net);
 #if KBRL_TORCH_CUDA
+  const LlamaConfig& c = net.config();
   fused_ = net.device().is_cuda() && (net.dtype() == torch::kBFloat16 || net.dtype() == torch::kFloat32) &&
            kernels::fused_step_supported(c.head_dim, c.heads / c.kv_heads);
 #endif

@@ -36,7 +36,11 @@ struct DecoderWeights {
   /// of the weights' type (qkv, o, gate_up, down and output stay undefined), quantized again whenever
   /// the weights change; the CPU step reads these (ModelOptions::cpu_q8_weights).
   bool q8 = false;
-  void use_q8(const LlamaConfig& c) {
+  /// InputError unless `net` is on the CPU and its projections take whole blocks of inputs.
+  void use_q8(const LlamaNet& net) {
+    KBRL_CHECK_INPUT(net.device().is_cpu(), "cpu_weights=q8 is for a model on the CPU, not on {} (a GPU samples in its "
+                     "own kernels)", net.device().str());
+    const LlamaConfig& c = net.config();
     KBRL_CHECK_INPUT(q8_fits(c.hidden) && q8_fits(c.heads * c.head_dim) && q8_fits(c.intermediate),
                      "cpu_weights=q8: the model's projections take {}, {} and {} inputs, not whole blocks of {}",
                      c.hidden, c.heads * c.head_dim, c.intermediate, kQ8Block);
